@@ -1,0 +1,165 @@
+#include "core/tensor.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace opfuse {
+namespace {
+
+std::atomic<size_t> g_max_allocation_bytes{size_t{16} << 30};
+constexpr size_t kAlignment = 64;
+
+template <typename T>
+double to_double(T v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return half_to_float(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+template <typename T>
+T from_double(double v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return float_to_half(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != 0.0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (std::isnan(v)) return T{0};
+    return static_cast<T>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+}  // namespace
+
+void set_max_allocation_bytes(size_t bytes) { g_max_allocation_bytes = bytes; }
+size_t max_allocation_bytes() { return g_max_allocation_bytes; }
+
+Result<Tensor> Tensor::zeros(DType dtype, std::vector<int64_t> dims, const std::string& what) {
+  if (dtype == DType::kUndefined) {
+    return Status::internal_error(str_cat(what, ": cannot allocate an undefined dtype"));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(int64_t numel, checked_numel(dims, what));
+  const size_t elem = dtype_size(dtype);
+  if (static_cast<uint64_t>(numel) > max_allocation_bytes() / elem) {
+    return Status::user_error(str_cat(what, ": ", dtype_name(dtype), dims_to_string(dims), " needs ",
+                                      static_cast<uint64_t>(numel) * elem,
+                                      " bytes, above the allocation cap of ",
+                                      max_allocation_bytes(), " bytes"));
+  }
+  const size_t bytes = std::max<size_t>(static_cast<size_t>(numel) * elem, 1);
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* memory = std::aligned_alloc(kAlignment, rounded);
+  if (memory == nullptr) {
+    return Status::user_error(str_cat(what, ": out of memory allocating ", rounded, " bytes"));
+  }
+  std::memset(memory, 0, rounded);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.numel_ = numel;
+  t.data_ = memory;
+  t.storage_ = std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+  return t;
+}
+
+Tensor Tensor::wrap(DType dtype, std::vector<int64_t> dims, void* data,
+                    std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = numel_of(dims);
+  t.dims_ = std::move(dims);
+  t.data_ = data;
+  t.storage_ = std::move(keep_alive);
+  return t;
+}
+
+double Tensor::get_double(int64_t flat) const {
+  return visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    return to_double(data<T>()[flat]);
+  });
+}
+
+int64_t Tensor::get_int(int64_t flat) const {
+  return visit_dtype(dtype_, [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(data<T>()[flat]);
+    } else {
+      return static_cast<int64_t>(to_double(data<T>()[flat]));
+    }
+  });
+}
+
+void Tensor::set_double(int64_t flat, double v) {
+  visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    data<T>()[flat] = from_double<T>(v);
+  });
+}
+
+std::vector<int64_t> Tensor::to_int_vector() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[i] = get_int(i);
+  return out;
+}
+
+std::vector<float> Tensor::to_float_vector() const {
+  std::vector<float> out(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[i] = static_cast<float>(get_double(i));
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return Tensor();
+  Tensor t = zeros(dtype_, dims_).value();  // same size as an existing tensor: cannot fail
+  std::memcpy(t.data_, data_, nbytes());
+  return t;
+}
+
+Result<Tensor> Tensor::reshaped(std::vector<int64_t> dims) const {
+  OPFUSE_ASSIGN_OR_RETURN(int64_t n, checked_numel(dims, "reshape"));
+  if (n != numel_) {
+    return Status::user_error(str_cat("cannot reshape ", type_string(), " to ",
+                                      dims_to_string(dims), ": element counts differ"));
+  }
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Result<Tensor> Tensor::cast(DType to) const {
+  OPFUSE_ASSIGN_OR_RETURN(Tensor out, zeros(to, dims_, "cast"));
+  visit_dtype(dtype_, [&](auto src_tag) {
+    using S = decltype(src_tag);
+    visit_dtype(to, [&](auto dst_tag) {
+      using D = decltype(dst_tag);
+      const S* src = data<S>();
+      D* dst = out.data<D>();
+      for (int64_t i = 0; i < numel_; ++i) {
+        if constexpr (std::is_integral_v<S> && std::is_integral_v<D>) {
+          if constexpr (std::is_same_v<D, bool>) {
+            dst[i] = src[i] != 0;
+          } else {
+            dst[i] = static_cast<D>(src[i]);  // integer -> integer keeps 64-bit precision
+          }
+        } else {
+          dst[i] = from_double<D>(to_double(src[i]));
+        }
+      }
+    });
+  });
+  return out;
+}
+
+std::string Tensor::type_string() const {
+  return str_cat(dtype_name(dtype_), dims_to_string(dims_));
+}
+
+}  // namespace opfuse

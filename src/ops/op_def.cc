@@ -1,0 +1,111 @@
+#include "ops/op_def.h"
+
+namespace opfuse {
+
+std::string_view fusion_kind_name(FusionKind kind) {
+  switch (kind) {
+    case FusionKind::kElementwise: return "elementwise";
+    case FusionKind::kBroadcast: return "broadcast";
+    case FusionKind::kInjective: return "injective";
+    case FusionKind::kReduction: return "reduction";
+    case FusionKind::kAnchor: return "anchor";
+    case FusionKind::kOpaque: return "opaque";
+  }
+  return "?";
+}
+
+const AttrSpec* OpDef::find_attr(const std::string& attr_name) const {
+  for (const AttrSpec& spec : attrs) {
+    if (spec.name == attr_name) return &spec;
+  }
+  return nullptr;
+}
+
+const AttrValue* AttrReader::find(const std::string& name) const {
+  auto it = node_.attrs.find(name);
+  if (it != node_.attrs.end()) return &it->second;
+  const AttrSpec* spec = node_.def().find_attr(name);
+  if (spec && spec->default_value) return &*spec->default_value;
+  return nullptr;
+}
+
+// The verifier checks attribute types against the schema, so a mismatch here is a bug in a
+// kernel asking for the wrong type; it reads as "absent".
+int64_t AttrReader::get_int(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<int64_t>(*v)) return std::get<int64_t>(*v);
+  return 0;
+}
+float AttrReader::get_float(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<float>(*v)) return std::get<float>(*v);
+  return 0.0f;
+}
+std::string AttrReader::get_string(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<std::string>(*v)) return std::get<std::string>(*v);
+  return {};
+}
+std::vector<int64_t> AttrReader::get_ints(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<std::vector<int64_t>>(*v)) {
+    return std::get<std::vector<int64_t>>(*v);
+  }
+  return {};
+}
+std::vector<float> AttrReader::get_floats(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<std::vector<float>>(*v)) return std::get<std::vector<float>>(*v);
+  return {};
+}
+std::vector<std::string> AttrReader::get_strings(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<std::vector<std::string>>(*v)) {
+    return std::get<std::vector<std::string>>(*v);
+  }
+  return {};
+}
+const Tensor* AttrReader::get_tensor(const std::string& name) const {
+  const AttrValue* v = find(name);
+  if (v && std::holds_alternative<Tensor>(*v)) return &std::get<Tensor>(*v);
+  return nullptr;
+}
+
+InferContext::InferContext(const Node& node, std::vector<ValueType> inputs,
+                           std::vector<const Tensor*> constants)
+    : node_(node),
+      attrs_(node),
+      inputs_(std::move(inputs)),
+      constants_(std::move(constants)),
+      outputs_(node.outputs().size()) {
+  present_.resize(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) present_[i] = node.input(i) != nullptr;
+  constants_.resize(inputs_.size(), nullptr);
+}
+
+void InferContext::set_output(size_t i, DType dtype, std::optional<Shape> shape) {
+  if (i < outputs_.size()) outputs_[i] = ValueType{dtype, std::move(shape)};
+}
+
+Status InferContext::error(const std::string& message) const {
+  return Status::user_error(str_cat(node_.describe(), ": ", message));
+}
+
+KernelContext::KernelContext(const Node& node, std::vector<const Tensor*> inputs)
+    : node_(node), attrs_(node), inputs_(std::move(inputs)), outputs_(node.outputs().size()) {}
+
+Result<Tensor*> KernelContext::allocate_output(size_t i, DType dtype, std::vector<int64_t> dims) {
+  if (i >= outputs_.size()) {
+    return Status::internal_error(str_cat(node_.describe(), ": kernel wrote output ", i,
+                                          " but the node has ", outputs_.size()));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(
+      outputs_[i], Tensor::zeros(dtype, std::move(dims), str_cat(node_.describe(), " output ", i)));
+  return &outputs_[i];
+}
+
+Status KernelContext::error(const std::string& message) const {
+  return Status::user_error(str_cat(node_.describe(), ": ", message));
+}
+
+}  // namespace opfuse

@@ -1,0 +1,20 @@
+// The built-in operator families. Each family file returns its records; adding an op means
+// adding its record to its family's list (and its test).
+#pragma once
+
+#include <vector>
+
+#include "ops/op_def.h"
+
+namespace opfuse {
+
+std::vector<OpDef> elementwise_ops();  // ops/elementwise.cc: unary, binary, activations, Where, Cast
+std::vector<OpDef> nn_ops();           // ops/nn.cc: Conv, ConvTranspose, pools, BatchNorm, MatMul, Gemm
+std::vector<OpDef> reduction_ops();    // ops/reduction.cc: Reduce*, Softmax, LayerNormalization
+std::vector<OpDef> tensor_ops();       // ops/tensor.cc: Reshape, Transpose, Concat, Slice, Gather, Pad ...
+std::vector<OpDef> resize_ops();       // ops/resize.cc: Resize (nearest, linear, cubic)
+
+// Every built-in record, in family order.
+std::vector<OpDef> builtin_ops();
+
+}  // namespace opfuse
