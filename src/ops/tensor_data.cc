@@ -87,7 +87,7 @@ Status infer_constant_of_shape(InferContext& ctx) {
   std::optional<Shape> out;
   if (auto dims = constant_ints(ctx, 0)) {
     for (int64_t d : *dims) {
-      if (d < 0) return ctx.error(str_cat("negative dim in shape ", dims_to_string(*dims)));
+      if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(*dims)));
     }
     out = make_shape(*dims);
   } else if (auto len = known_length(ctx, 0)) {
@@ -103,7 +103,7 @@ Status run_constant_of_shape(KernelContext& ctx) {
     return ctx.error(str_cat("shape input must be 1-D, got ", ctx.input(0).type_string()));
   }
   for (int64_t d : dims) {
-    if (d < 0) return ctx.error(str_cat("negative dim in shape ", dims_to_string(dims)));
+    if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(dims)));
   }
   OPFUSE_ASSIGN_OR_RETURN(Tensor value, fill_value(ctx.attrs(), ctx.node()));
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, value.dtype(), dims));

@@ -27,6 +27,12 @@ std::optional<int64_t> known_length(const InferContext& ctx, size_t i) {
   return (*shape)[0].value();
 }
 
+std::string ints_to_string(const std::vector<int64_t>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
 Shape unknown_shape(size_t rank) { return Shape(rank, Dim::unknown()); }
 
 Result<std::vector<int64_t>> int_input(const KernelContext& ctx, size_t i, const char* what) {

@@ -25,6 +25,8 @@ std::optional<std::vector<int64_t>> constant_ints(const InferContext& ctx, size_
 Status check_integer_input(const InferContext& ctx, size_t i, const char* what);
 // The number of elements of a 1-D input whose length is known (for "rank = len(shape)").
 std::optional<int64_t> known_length(const InferContext& ctx, size_t i);
+// "[4,-1,0]": integer lists as given (dims_to_string would print -1 as "?").
+std::string ints_to_string(const std::vector<int64_t>& values);
 // A shape of `rank` unknown dims.
 Shape unknown_shape(size_t rank);
 

@@ -26,9 +26,9 @@ Result<SliceSpec> slice_spec(std::vector<int64_t> starts, std::vector<int64_t> e
   const size_t n = starts.size();
   if (ends.size() != n || (axes && axes->size() != n) || (steps && steps->size() != n)) {
     return error(str_cat("starts, ends, axes and steps must have the same length; got starts ",
-                         dims_to_string(starts), ", ends ", dims_to_string(ends),
-                         axes ? ", axes " + dims_to_string(*axes) : "",
-                         steps ? ", steps " + dims_to_string(*steps) : ""));
+                         ints_to_string(starts), ", ends ", ints_to_string(ends),
+                         axes ? ", axes " + ints_to_string(*axes) : "",
+                         steps ? ", steps " + ints_to_string(*steps) : ""));
   }
   if (!axes) {
     axes.emplace(n);

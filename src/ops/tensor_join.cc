@@ -113,16 +113,16 @@ Result<std::vector<int64_t>> split_sizes(const std::optional<std::vector<int64_t
                                          const std::function<Status(std::string)>& error) {
   if (split) {
     if (split->size() != outputs) {
-      return error(str_cat("split ", dims_to_string(*split), " has ", split->size(),
+      return error(str_cat("split ", ints_to_string(*split), " has ", split->size(),
                            " entries but the node has ", outputs, " outputs"));
     }
     int64_t sum = 0;
     for (int64_t s : *split) {
-      if (s < 0) return error(str_cat("split ", dims_to_string(*split), " has a negative size"));
+      if (s < 0) return error(str_cat("split ", ints_to_string(*split), " has a negative size"));
       sum += s;
     }
     if (dim >= 0 && sum != dim) {
-      return error(str_cat("split ", dims_to_string(*split), " sums to ", sum, " but the axis has size ", dim));
+      return error(str_cat("split ", ints_to_string(*split), " sums to ", sum, " but the axis has size ", dim));
     }
     return *split;
   }

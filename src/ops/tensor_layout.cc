@@ -18,14 +18,14 @@ Result<std::vector<int64_t>> transpose_perm(const AttrReader& attrs, int64_t ran
   if (attrs.has("perm")) {
     perm = attrs.get_ints("perm");
     if (static_cast<int64_t>(perm.size()) != rank) {
-      return error(str_cat("perm ", dims_to_string(perm), " has ", perm.size(),
+      return error(str_cat("perm ", ints_to_string(perm), " has ", perm.size(),
                            " entries for an input of rank ", rank));
     }
     std::vector<bool> seen(rank, false);
     for (int64_t& p : perm) {
-      if (p < -rank || p >= rank) return error(str_cat("perm ", dims_to_string(perm), " is not a permutation"));
+      if (p < -rank || p >= rank) return error(str_cat("perm ", ints_to_string(perm), " is not a permutation"));
       if (p < 0) p += rank;  // tolerated, as onnxruntime does
-      if (seen[p]) return error(str_cat("perm ", dims_to_string(attrs.get_ints("perm")), " repeats axis ", p));
+      if (seen[p]) return error(str_cat("perm ", ints_to_string(attrs.get_ints("perm")), " repeats axis ", p));
       seen[p] = true;
     }
   } else {
@@ -72,7 +72,7 @@ Status infer_expand(InferContext& ctx) {
   std::optional<Shape> target;
   if (auto dims = constant_ints(ctx, 1)) {
     for (int64_t d : *dims) {
-      if (d < 0) return ctx.error(str_cat("negative dim in shape ", dims_to_string(*dims)));
+      if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(*dims)));
     }
     target = make_shape(*dims);
   } else if (auto len = known_length(ctx, 1)) {
@@ -100,7 +100,7 @@ Status run_expand(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   OPFUSE_ASSIGN_OR_RETURN(auto shape, int_input(ctx, 1, "shape"));
   for (int64_t d : shape) {
-    if (d < 0) return ctx.error(str_cat("negative dim in shape ", dims_to_string(shape)));
+    if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(shape)));
   }
   OPFUSE_ASSIGN_OR_RETURN(auto out_dims, broadcast_dims({x.dims(), shape}, ctx.node().describe()));
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), out_dims));
@@ -113,11 +113,11 @@ Status run_expand(KernelContext& ctx) {
 
 Status check_repeats(const std::vector<int64_t>& repeats, int64_t rank, const ErrorFn& error) {
   if (static_cast<int64_t>(repeats.size()) != rank) {
-    return error(str_cat("repeats ", dims_to_string(repeats), " must have one entry per input dim (rank ",
+    return error(str_cat("repeats ", ints_to_string(repeats), " must have one entry per input dim (rank ",
                          rank, ")"));
   }
   for (int64_t r : repeats) {
-    if (r < 0) return error(str_cat("repeats ", dims_to_string(repeats), " has a negative entry"));
+    if (r < 0) return error(str_cat("repeats ", ints_to_string(repeats), " has a negative entry"));
   }
   return Status::ok();
 }
@@ -183,7 +183,7 @@ Result<PadMode> pad_mode(const AttrReader& attrs, const ErrorFn& error) {
 
 Status check_pads(const std::vector<int64_t>& pads, size_t rank, const ErrorFn& error) {
   if (pads.size() != 2 * rank) {
-    return error(str_cat("pads ", dims_to_string(pads), " must have 2 * rank = ", 2 * rank, " entries"));
+    return error(str_cat("pads ", ints_to_string(pads), " must have 2 * rank = ", 2 * rank, " entries"));
   }
   return Status::ok();
 }
@@ -204,7 +204,7 @@ Status infer_pad(InferContext& ctx) {
         const int64_t extra = (*pads)[i] + (*pads)[i + rank];
         if (d.is_known()) {
           if (d.value() + extra < 0) {
-            return error(str_cat("pads ", dims_to_string(*pads), " crop axis ", i, " of ",
+            return error(str_cat("pads ", ints_to_string(*pads), " crop axis ", i, " of ",
                                  shape_to_string(*in), " below size 0"));
           }
           (*out)[i] = Dim(d.value() + extra);

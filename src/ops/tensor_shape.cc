@@ -18,7 +18,7 @@ template <typename ErrorFn>
 Result<Shape> reshape_output(const Shape& in, const std::vector<int64_t>& spec, bool allowzero,
                              ErrorFn ctx_error) {
   const std::string shapes = str_cat("input ", shape_to_string(in), ", requested shape ",
-                                     dims_to_string(spec));
+                                     ints_to_string(spec));
   Shape out;
   int infer_at = -1;
   bool has_zero = false;
@@ -182,7 +182,7 @@ Result<std::vector<int64_t>> normalize_axes(std::vector<int64_t> axes, int64_t r
   std::vector<int64_t> sorted = axes;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return error(str_cat("axes ", dims_to_string(axes), " repeat an axis"));
+    return error(str_cat("axes ", ints_to_string(axes), " repeat an axis"));
   }
   return sorted;
 }
