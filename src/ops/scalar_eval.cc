@@ -259,7 +259,8 @@ void evaluate(const ScalarExpr& expr, const std::vector<ArgView>& views, const L
       }
     }
 
-#pragma omp for schedule(static)
+// Dynamic: on a loaded machine a descheduled thread would stall a static split.
+#pragma omp for schedule(dynamic, 16)
     for (int64_t chunk = 0; chunk < num_chunks; ++chunk) {
       const int64_t start = chunk * kChunk;
       const int64_t n = std::min(kChunk, numel - start);
