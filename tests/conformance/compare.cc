@@ -61,10 +61,10 @@ Comparison compare_tensors(const Tensor& got, const Tensor& expected, const Tole
   }
   if (bad == 0) return out;
   out.ok = false;
-  out.message = str_cat(bad, "/", got.numel(), " elements differ; max abs diff ", max_abs,
-                        ", max rel diff ", max_rel, "; first at ",
-                        index_string(first_bad, got.dims()), ": got ", got.get_double(first_bad),
-                        ", expected ", expected.get_double(first_bad));
+  out.message =
+      str_cat(bad, "/", got.numel(), " elements differ; max abs diff ", max_abs, ", max rel diff ",
+              max_rel, "; first at ", index_string(first_bad, got.dims()), ": got ",
+              got.get_double(first_bad), ", expected ", expected.get_double(first_bad));
   return out;
 }
 

@@ -97,7 +97,8 @@ TestResult run_data_set(const Graph& graph, const fs::path& set_dir, const Toler
   if (!outputs.is_ok()) return from_error(str_cat(set, ": run"), outputs.status());
   for (size_t i = 0; i < output_files.size(); ++i) {
     Result<Tensor> expected = onnx_import::read_tensor_file(output_files[i].string());
-    if (!expected.is_ok()) return from_error(str_cat(set, ": reading output ", i), expected.status());
+    if (!expected.is_ok())
+      return from_error(str_cat(set, ": reading output ", i), expected.status());
     const std::string& name = graph.outputs()[i]->name();
     auto it = outputs->find(name);
     if (it == outputs->end()) return fail(str_cat(set, ": output '", name, "' was not produced"));
@@ -155,9 +156,10 @@ TestResult run_isolated(const fs::path& dir, int timeout_seconds) {
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
-    if (WTERMSIG(status) == SIGALRM) return fail(str_cat("timed out after ", timeout_seconds, " s"));
-    return fail(str_cat("crashed with signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
-                        ")"));
+    if (WTERMSIG(status) == SIGALRM)
+      return fail(str_cat("timed out after ", timeout_seconds, " s"));
+    return fail(
+        str_cat("crashed with signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")"));
   }
   if (msg.empty()) return fail(str_cat("child exited with status ", WEXITSTATUS(status)));
   return {static_cast<Outcome>(msg[0]), msg.substr(1)};
@@ -252,8 +254,9 @@ int run(int argc, char** argv) {
   if (!skips.empty()) {
     std::vector<std::pair<size_t, std::string>> by_count;
     for (const auto& [reason, names] : skips) by_count.emplace_back(names.size(), reason);
-    std::sort(by_count.begin(), by_count.end(),
-              [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    std::sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
     printf("skip reasons:\n");
     for (const auto& [count, reason] : by_count) printf("  %4zu  %s\n", count, reason.c_str());
   }

@@ -38,7 +38,8 @@ std::string skip_reason(const std::string& message) {
       R"(^op (\S+) \(domain ([^,]+), opset (\d+)\) is not supported(: .*)?$)");
   std::smatch match;
   if (std::regex_match(m, match, op_opset)) {
-    if (!match[4].matched) return str_cat("op ", match[1], " (domain ", match[2], ") is not supported");
+    if (!match[4].matched)
+      return str_cat("op ", match[1], " (domain ", match[2], ") is not supported");
     return str_cat("op ", match[1], " (domain ", match[2], ") at opset ", match[3],
                    " is not supported");
   }

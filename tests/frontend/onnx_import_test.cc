@@ -1,18 +1,19 @@
 // The ONNX importer, on tiny models built here with the protobuf API. Ops come from a test-only
 // domain registered below, so these tests do not depend on which built-in ops exist.
-#include "frontend/onnx/importer.h"
-
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
+#include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/registry.h"
+#include "runtime/eager.h"
 
 namespace opfuse {
 namespace {
@@ -602,7 +603,10 @@ TEST_F(OnnxImportTest, SequenceInputsAreUnsupported) {
   onnx::ModelProto m = base_model();
   auto* in = m.mutable_graph()->add_input();
   in->set_name("seq");
-  in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()
+  in->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
       ->set_elem_type(onnx::TensorProto::FLOAT);
   add_output(m, "seq");
   expect_user_error(load(m).status(), {"graph input 'seq'", "sequence", "not supported"});
@@ -636,6 +640,90 @@ TEST_F(OnnxImportTest, OldOpsetSqueezeAxesAttributeBecomesAnInput) {
   // At opset 13 an axes attribute is not Squeeze's and is rejected.
   m.mutable_opset_import(0)->set_version(13);
   expect_user_error(load(m).status(), {"node 'sq'", "attribute 'axes'", "not supported"});
+}
+
+bool ops_registered(std::initializer_list<const char*> ops) {
+  for (const char* op : ops) {
+    if (OpRegistry::global().find("", op) == nullptr) return false;
+  }
+  return true;
+}
+
+onnx::ModelProto softmax11_model(int64_t axis) {
+  onnx::ModelProto m = base_model(11);
+  add_input(m, "x", {2, 3, 4});
+  auto* sm = add_node(m, "Softmax", {"x"}, {"y"}, "sm", "");
+  auto* a = sm->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(axis);
+  add_output(m, "y");
+  return m;
+}
+
+// Softmax-11 with axis 1 on [2,3,4] is a softmax over each flattened row of 12; expected values
+// from numpy: e = exp(x - max); e / sum(e) over x = arange(12) / 10 (both rows are equal since
+// they differ by a constant).
+TEST_F(OnnxImportTest, OldOpsetSoftmaxCoercesToTwoDimensions) {
+  if (!ops_registered({"Softmax", "Flatten", "Shape", "Reshape"})) {
+    GTEST_SKIP() << "Softmax, Flatten, Shape or Reshape is not registered";
+  }
+  Result<Graph> g = load(softmax11_model(1));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  std::vector<std::string> ops;
+  for (const Node* n : g->nodes()) ops.push_back(n->op_type());
+  std::sort(ops.begin(), ops.end());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Flatten", "Reshape", "Shape", "Softmax"}));
+  EXPECT_EQ(g->outputs()[0]->name(), "y");
+  EXPECT_EQ(g->outputs()[0]->type_string(), "f32[2,3,4]");
+
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i) / 10;
+  Result<TensorMap> out = run_eager(*g, {{"x", Tensor::from_vector<float>({2, 3, 4}, x)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  const std::vector<float> row = {4.5330003e-02f, 5.0097402e-02f, 5.5366196e-02f, 6.1189104e-02f,
+                                  6.7624420e-02f, 7.4736543e-02f, 8.2596660e-02f, 9.1283426e-02f,
+                                  1.0088378e-01f, 1.1149383e-01f, 1.2321974e-01f, 1.3617887e-01f};
+  const std::vector<float> y = out->at("y").to_float_vector();
+  ASSERT_EQ(y.size(), 24u);
+  for (int i = 0; i < 24; ++i) EXPECT_NEAR(y[i], row[i % 12], 1e-6) << i;
+}
+
+// When the axis is the last dim the two opsets agree: one Softmax node, axis explicit.
+TEST_F(OnnxImportTest, OldOpsetSoftmaxOnTheLastAxisStaysOneNode) {
+  if (!ops_registered({"Softmax"})) GTEST_SKIP() << "Softmax is not registered";
+  Result<Graph> g = load(softmax11_model(2));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->num_nodes(), 1u);
+  EXPECT_EQ(std::get<int64_t>(g->nodes()[0]->attrs.at("axis")), 2);
+  Result<TensorMap> out = run_eager(
+      *g,
+      {{"x", Tensor::from_vector<float>({2, 3, 4}, std::vector<float>{0.0f, 0.1f, 0.2f, 0.3f})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  // numpy: softmax([0, .1, .2, .3])
+  const std::vector<float> expected = {2.1383822e-01f, 2.3632778e-01f, 2.6118261e-01f,
+                                       2.8865141e-01f};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out->at("y").to_float_vector()[i], expected[i], 1e-6);
+}
+
+TEST_F(OnnxImportTest, OldOpsetDropoutRatioAttributeBecomesAnInput) {
+  if (!ops_registered({"Dropout"})) GTEST_SKIP() << "Dropout is not registered";
+  onnx::ModelProto m = base_model(11);
+  add_input(m, "x", {3});
+  auto* d = add_node(m, "Dropout", {"x"}, {"y"}, "drop", "");
+  auto* a = d->add_attribute();
+  a->set_name("ratio");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.25f);
+  add_output(m, "y");
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const Node* node = g->nodes().at(0);
+  EXPECT_TRUE(node->attrs.empty());
+  ASSERT_EQ(node->inputs().size(), 2u);
+  ASSERT_TRUE(node->input(1)->is_constant());
+  EXPECT_EQ(node->input(1)->constant()->type_string(), "f32[]");
+  EXPECT_EQ(node->input(1)->constant()->get_double(0), 0.25);
 }
 
 }  // namespace

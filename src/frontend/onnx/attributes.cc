@@ -33,9 +33,12 @@ Result<AttrValue> attr_from_proto(const AttributeProto& a, const std::string& ba
   }
   const AttributeProto::AttributeType type = effective_type(a);
   switch (type) {
-    case AttributeProto::INT: return AttrValue(static_cast<int64_t>(a.i()));
-    case AttributeProto::FLOAT: return AttrValue(a.f());
-    case AttributeProto::STRING: return AttrValue(a.s());
+    case AttributeProto::INT:
+      return AttrValue(static_cast<int64_t>(a.i()));
+    case AttributeProto::FLOAT:
+      return AttrValue(a.f());
+    case AttributeProto::STRING:
+      return AttrValue(a.s());
     case AttributeProto::INTS:
       return AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
     case AttributeProto::FLOATS:
@@ -48,21 +51,22 @@ Result<AttrValue> attr_from_proto(const AttributeProto& a, const std::string& ba
     }
     case AttributeProto::UNDEFINED:
       return Status::user_error(str_cat(what, " has no type and no value"));
-    default: break;
+    default:
+      break;
   }
-  return Status::user_error(str_cat(
-      what, " has type ", AttributeProto::AttributeType_Name(type), ", which is not supported",
-      type == AttributeProto::GRAPH || type == AttributeProto::GRAPHS
-          ? " (subgraphs: If/Loop/Scan are not supported)"
-          : ""));
+  return Status::user_error(str_cat(what, " has type ", AttributeProto::AttributeType_Name(type),
+                                    ", which is not supported",
+                                    type == AttributeProto::GRAPH || type == AttributeProto::GRAPHS
+                                        ? " (subgraphs: If/Loop/Scan are not supported)"
+                                        : ""));
 }
 
 Status check_attributes(const OpDef& def, const Attributes& attrs, const std::string& who) {
   for (const auto& [name, value] : attrs) {
     const AttrSpec* spec = def.find_attr(name);
     if (spec == nullptr) {
-      return Status::user_error(str_cat(who, ": attribute '", name, "' of op ", def.name,
-                                        " is not supported"));
+      return Status::user_error(
+          str_cat(who, ": attribute '", name, "' of op ", def.name, " is not supported"));
     }
     if (attr_type_of(value) != spec->type) {
       return Status::user_error(str_cat(who, ": attribute '", name, "' has type ",

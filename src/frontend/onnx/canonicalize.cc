@@ -9,7 +9,8 @@
 namespace opfuse::onnx_import {
 namespace {
 
-// An attribute that became an input (an i64 tensor) at opset `input_since`.
+// An attribute that became an input at opset `input_since`: ints become a 1-D i64 tensor, a
+// float a scalar f32 tensor.
 struct AttrToInput {
   std::string_view op;
   int64_t input_since;
@@ -21,6 +22,7 @@ constexpr AttrToInput kAttrToInput[] = {
     {"Unsqueeze", 13, "axes", 1},  // likewise
     {"Split", 13, "split", 1},     // Split-11: split attribute; Split-13: split input
     {"ReduceSum", 13, "axes", 1},  // the other Reduce* ops keep the attribute until opset 18
+    {"Dropout", 12, "ratio", 1},   // Dropout-10: ratio attribute; Dropout-12: ratio input
 };
 
 // Ops whose `axis` meant "flatten to 2-D at axis, then act on the second dim" before opset 13
@@ -40,17 +42,21 @@ constexpr EmptyMeansOmitted kEmptyMeansOmitted[] = {{"Resize", 1, 2}};
 Status move_attr_to_input(NodeDraft& node, const AttrToInput& rule, CanonicalizeContext& ctx) {
   auto it = node.attrs.find(std::string(rule.attr));
   if (it == node.attrs.end()) return Status::ok();  // absent stays absent (e.g. squeeze all)
-  if (!std::holds_alternative<std::vector<int64_t>>(it->second)) {
-    return Status::user_error(str_cat("node '", node.name, "': attribute '", rule.attr,
-                                      "' of ", node.op_type, " must be a list of ints"));
+  Tensor t;
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&it->second)) {
+    t = Tensor::from_vector<int64_t>({static_cast<int64_t>(ints->size())}, *ints);
+  } else if (const auto* f = std::get_if<float>(&it->second)) {
+    t = Tensor::scalar<float>(*f);
+  } else {
+    return Status::user_error(str_cat("node '", node.name, "': attribute '", rule.attr, "' of ",
+                                      node.op_type, " has type ",
+                                      attr_type_name(attr_type_of(it->second))));
   }
   if (node.inputs.size() > rule.input_index && node.inputs[rule.input_index] != nullptr) {
     return Status::user_error(str_cat("node '", node.name, "': ", node.op_type, " at opset ",
                                       node.opset, " has both a '", rule.attr,
                                       "' attribute and input ", rule.input_index));
   }
-  const auto& values = std::get<std::vector<int64_t>>(it->second);
-  Tensor t = Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
   Value* constant =
       ctx.graph.add_constant(ctx.fresh_name(str_cat(node.name, "_", rule.attr)), std::move(t));
   node.inputs.resize(std::max(node.inputs.size(), rule.input_index + 1), nullptr);
@@ -88,8 +94,13 @@ Status add_coerced_2d(NodeDraft node, CanonicalizeContext& ctx) {
 
   auto helper = [&](std::string op, std::vector<Value*> inputs, Attributes attrs,
                     std::string output) -> Result<Value*> {
-    NodeDraft d{op, "", ctx.fresh_name(str_cat(node.name, "_", op)), node.opset,
-                std::move(inputs), {std::move(output)}, std::move(attrs)};
+    NodeDraft d{op,
+                "",
+                ctx.fresh_name(str_cat(node.name, "_", op)),
+                node.opset,
+                std::move(inputs),
+                {std::move(output)},
+                std::move(attrs)};
     OPFUSE_ASSIGN_OR_RETURN(Node * n, ctx.add_node(std::move(d)));
     return n->output(0);
   };
@@ -121,9 +132,8 @@ Status add_canonical_node(NodeDraft node, CanonicalizeContext& ctx) {
       if (in && in->constant() && in->constant()->numel() == 0) node.inputs[i] = nullptr;
     }
   }
-  if (node.opset <= kCoerced2DUntil &&
-      std::find(std::begin(kCoerced2D), std::end(kCoerced2D), node.op_type) !=
-          std::end(kCoerced2D)) {
+  if (node.opset <= kCoerced2DUntil && std::find(std::begin(kCoerced2D), std::end(kCoerced2D),
+                                                 node.op_type) != std::end(kCoerced2D)) {
     return add_coerced_2d(std::move(node), ctx);
   }
   return ctx.add_node(std::move(node)).status();

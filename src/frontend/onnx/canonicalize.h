@@ -19,8 +19,8 @@ struct NodeDraft {
   std::string domain;  // canonical: "" for ai.onnx
   std::string name;    // never empty (generated "<op_type>_<index>" when ONNX left it empty)
   int64_t opset = 0;   // the opset of `domain` the node's semantics follow
-  std::vector<Value*> inputs;         // nullptr: omitted optional input
-  std::vector<std::string> outputs;   // value names; never empty
+  std::vector<Value*> inputs;        // nullptr: omitted optional input
+  std::vector<std::string> outputs;  // value names; never empty
   Attributes attrs;
 };
 

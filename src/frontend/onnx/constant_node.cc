@@ -38,8 +38,7 @@ Result<Tensor> constant_node_value(const Attributes& attrs, const std::string& w
     return Status::user_error(
         str_cat(who, ": Constant attribute '", name, "': string tensors are not supported"));
   }
-  return Status::user_error(
-      str_cat(who, ": Constant attribute '", name, "' is not supported"));
+  return Status::user_error(str_cat(who, ": Constant attribute '", name, "' is not supported"));
 }
 
 }  // namespace opfuse::onnx_import

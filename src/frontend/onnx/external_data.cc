@@ -34,8 +34,9 @@ Status check_location(const std::string& location, const std::string& what) {
     size_t end = location.find_first_of("/\\", start);
     if (end == std::string::npos) end = location.size();
     if (location.compare(start, end - start, "..") == 0 && end - start == 2) {
-      return Status::user_error(str_cat(what, ": external data location '", location,
-                                        "' contains '..'; it must stay inside the model directory"));
+      return Status::user_error(
+          str_cat(what, ": external data location '", location,
+                  "' contains '..'; it must stay inside the model directory"));
     }
     start = end + 1;
   }
@@ -98,9 +99,9 @@ Status read_external_data(const ExternalDataRef& ref, void* dst, const std::stri
   in.seekg(static_cast<std::streamoff>(ref.offset));
   in.read(static_cast<char*>(dst), static_cast<std::streamsize>(ref.length));
   if (!in || static_cast<uint64_t>(in.gcount()) != ref.length) {
-    return Status::user_error(
-        str_cat(what, ": reading ", ref.length, " bytes from external data file '", ref.path,
-                "' at offset ", ref.offset, " failed"));
+    return Status::user_error(str_cat(what, ": reading ", ref.length,
+                                      " bytes from external data file '", ref.path, "' at offset ",
+                                      ref.offset, " failed"));
   }
   return Status::ok();
 }

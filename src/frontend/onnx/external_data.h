@@ -23,8 +23,7 @@ struct ExternalDataRef {
 // offset/length lie inside it. Nothing is read yet, so the caller can check the length against
 // the tensor's dims before allocating.
 Result<ExternalDataRef> resolve_external_data(const onnx::TensorProto& proto,
-                                              const std::string& base_dir,
-                                              const std::string& what);
+                                              const std::string& base_dir, const std::string& what);
 
 // Reads ref.length bytes into `dst`.
 Status read_external_data(const ExternalDataRef& ref, void* dst, const std::string& what);

@@ -84,8 +84,8 @@ class GraphBuilder {
       if (t.name().empty()) {
         return Status::user_error(str_cat("initializer at index ", i, " has no name"));
       }
-      OPFUSE_ASSIGN_OR_RETURN(Tensor data,
-                              tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'")));
+      OPFUSE_ASSIGN_OR_RETURN(
+          Tensor data, tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'")));
       OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
     }
     return Status::ok();
@@ -124,11 +124,10 @@ class GraphBuilder {
     if (!domain.empty() || opset >= kMinOnnxOpset || n.op_type() == "Constant") return opset;
     const int64_t since = onnx_op_unchanged_since(n.op_type());
     if (since == 0 || since > opset) {
-      return Status::user_error(str_cat(node_label(index), ": op ", n.op_type(),
-                                        " (domain ai.onnx, opset ", opset,
-                                        ") is not supported: opfuse implements opsets ",
-                                        kMinOnnxOpset, "-", kMaxOnnxOpset, " and ", n.op_type(),
-                                        " changed between opset ", opset, " and ", kMinOnnxOpset));
+      return Status::user_error(str_cat(
+          node_label(index), ": op ", n.op_type(), " (domain ai.onnx, opset ", opset,
+          ") is not supported: opfuse implements opsets ", kMinOnnxOpset, "-", kMaxOnnxOpset,
+          " and ", n.op_type(), " changed between opset ", opset, " and ", kMinOnnxOpset));
     }
     return kMinOnnxOpset;
   }
@@ -137,8 +136,8 @@ class GraphBuilder {
   // graph is wired so that the first complaint about an unsupported model is the op itself.
   Status check_op(const std::string& label, const std::string& op_type, const std::string& domain,
                   int64_t opset) const {
-    const std::string op = str_cat("op ", op_type, " (domain ", display_domain(domain), ", opset ",
-                                   opset, ")");
+    const std::string op =
+        str_cat("op ", op_type, " (domain ", display_domain(domain), ", opset ", opset, ")");
     const OpDef* def = OpRegistry::global().find(domain, op_type);
     if (def == nullptr) return Status::user_error(str_cat(label, ": ", op, " is not supported"));
     if (opset < def->min_opset || opset > def->max_opset) {
@@ -223,7 +222,8 @@ class GraphBuilder {
       OPFUSE_ASSIGN_OR_RETURN(AttrValue value, attr_from_proto(a, base_dir_, label_));
       draft.attrs[a.name()] = std::move(value);
     }
-    for (const std::string& in : n.input()) draft.inputs.push_back(in.empty() ? nullptr : values_.at(in));
+    for (const std::string& in : n.input())
+      draft.inputs.push_back(in.empty() ? nullptr : values_.at(in));
     draft.outputs.assign(n.output().begin(), n.output().end());
     if (draft.domain.empty() && draft.op_type == "Constant") {
       OPFUSE_ASSIGN_OR_RETURN(Tensor data, constant_node_value(draft.attrs, label_));

@@ -28,41 +28,60 @@ void copy_field(const Field& field, Tensor& t, Convert convert) {
 // field (then only raw_data can carry it).
 int64_t typed_field_size(const TensorProto& p, DType dtype) {
   switch (dtype) {
-    case DType::kF32: return p.float_data_size();
-    case DType::kF64: return p.double_data_size();
-    case DType::kI64: return p.int64_data_size();
+    case DType::kF32:
+      return p.float_data_size();
+    case DType::kF64:
+      return p.double_data_size();
+    case DType::kI64:
+      return p.int64_data_size();
     case DType::kU32:
-    case DType::kU64: return p.uint64_data_size();
+    case DType::kU64:
+      return p.uint64_data_size();
     case DType::kF16:
     case DType::kI32:
     case DType::kI16:
     case DType::kI8:
     case DType::kU16:
     case DType::kU8:
-    case DType::kBool: return p.int32_data_size();
-    case DType::kUndefined: break;
+    case DType::kBool:
+      return p.int32_data_size();
+    case DType::kUndefined:
+      break;
   }
   return -1;
 }
 
 const char* typed_field_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "float_data";
-    case DType::kF64: return "double_data";
-    case DType::kI64: return "int64_data";
+    case DType::kF32:
+      return "float_data";
+    case DType::kF64:
+      return "double_data";
+    case DType::kI64:
+      return "int64_data";
     case DType::kU32:
-    case DType::kU64: return "uint64_data";
-    default: return "int32_data";
+    case DType::kU64:
+      return "uint64_data";
+    default:
+      return "int32_data";
   }
 }
 
 void copy_typed_field(const TensorProto& p, Tensor& t) {
   auto same = [](auto v) { return v; };
   switch (t.dtype()) {
-    case DType::kF32: copy_field<float>(p.float_data(), t, same); break;
-    case DType::kF64: copy_field<double>(p.double_data(), t, same); break;
-    case DType::kI64: copy_field<int64_t>(p.int64_data(), t, same); break;
-    case DType::kU64: copy_field<uint64_t>(p.uint64_data(), t, same); break;
+    case DType::kF32:
+      copy_field<float>(p.float_data(), t, same);
+      break;
+    case DType::kF64:
+      copy_field<double>(p.double_data(), t, same);
+      break;
+    case DType::kI64:
+      copy_field<int64_t>(p.int64_data(), t, same);
+      break;
+    case DType::kU64:
+      copy_field<uint64_t>(p.uint64_data(), t, same);
+      break;
     case DType::kU32:
       copy_field<uint32_t>(p.uint64_data(), t, [](uint64_t v) { return static_cast<uint32_t>(v); });
       break;
@@ -70,7 +89,9 @@ void copy_typed_field(const TensorProto& p, Tensor& t) {
       copy_field<Half>(p.int32_data(), t,
                        [](int32_t v) { return Half{static_cast<uint16_t>(v & 0xffff)}; });
       break;
-    case DType::kI32: copy_field<int32_t>(p.int32_data(), t, same); break;
+    case DType::kI32:
+      copy_field<int32_t>(p.int32_data(), t, same);
+      break;
     case DType::kI16:
       copy_field<int16_t>(p.int32_data(), t, [](int32_t v) { return static_cast<int16_t>(v); });
       break;
@@ -83,8 +104,11 @@ void copy_typed_field(const TensorProto& p, Tensor& t) {
     case DType::kU8:
       copy_field<uint8_t>(p.int32_data(), t, [](int32_t v) { return static_cast<uint8_t>(v); });
       break;
-    case DType::kBool: copy_field<bool>(p.int32_data(), t, [](int32_t v) { return v != 0; }); break;
-    case DType::kUndefined: break;
+    case DType::kBool:
+      copy_field<bool>(p.int32_data(), t, [](int32_t v) { return v != 0; });
+      break;
+    case DType::kUndefined:
+      break;
   }
 }
 
@@ -109,21 +133,34 @@ std::string onnx_dtype_name(int32_t elem_type) {
 
 Result<DType> dtype_from_onnx(int32_t elem_type, const std::string& what) {
   switch (elem_type) {
-    case TensorProto::FLOAT: return DType::kF32;
-    case TensorProto::FLOAT16: return DType::kF16;
-    case TensorProto::DOUBLE: return DType::kF64;
-    case TensorProto::INT64: return DType::kI64;
-    case TensorProto::INT32: return DType::kI32;
-    case TensorProto::INT16: return DType::kI16;
-    case TensorProto::INT8: return DType::kI8;
-    case TensorProto::UINT64: return DType::kU64;
-    case TensorProto::UINT32: return DType::kU32;
-    case TensorProto::UINT16: return DType::kU16;
-    case TensorProto::UINT8: return DType::kU8;
-    case TensorProto::BOOL: return DType::kBool;
+    case TensorProto::FLOAT:
+      return DType::kF32;
+    case TensorProto::FLOAT16:
+      return DType::kF16;
+    case TensorProto::DOUBLE:
+      return DType::kF64;
+    case TensorProto::INT64:
+      return DType::kI64;
+    case TensorProto::INT32:
+      return DType::kI32;
+    case TensorProto::INT16:
+      return DType::kI16;
+    case TensorProto::INT8:
+      return DType::kI8;
+    case TensorProto::UINT64:
+      return DType::kU64;
+    case TensorProto::UINT32:
+      return DType::kU32;
+    case TensorProto::UINT16:
+      return DType::kU16;
+    case TensorProto::UINT8:
+      return DType::kU8;
+    case TensorProto::BOOL:
+      return DType::kBool;
     case TensorProto::UNDEFINED:
       return Status::user_error(str_cat(what, " has no element type"));
-    default: break;
+    default:
+      break;
   }
   return Status::user_error(
       str_cat(what, " has dtype ", onnx_dtype_name(elem_type), ", which is not supported"));
@@ -132,7 +169,8 @@ Result<DType> dtype_from_onnx(int32_t elem_type, const std::string& what) {
 Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
                                  const std::string& what) {
   if (proto.data_type() == TensorProto::STRING) {
-    return Status::user_error(str_cat(what, " is a string tensor; string tensors are not supported"));
+    return Status::user_error(
+        str_cat(what, " is a string tensor; string tensors are not supported"));
   }
   OPFUSE_ASSIGN_OR_RETURN(DType dtype, dtype_from_onnx(proto.data_type(), what));
   if (proto.has_segment()) {
@@ -209,8 +247,10 @@ Result<DeclaredType> declared_type(const onnx::ValueInfoProto& info, const std::
   if (!info.has_type()) return out;
   const onnx::TypeProto& type = info.type();
   switch (type.value_case()) {
-    case onnx::TypeProto::kTensorType: break;
-    case onnx::TypeProto::VALUE_NOT_SET: return out;
+    case onnx::TypeProto::kTensorType:
+      break;
+    case onnx::TypeProto::VALUE_NOT_SET:
+      return out;
     case onnx::TypeProto::kSequenceType:
       return Status::user_error(str_cat(what, " is a sequence; sequence types are not supported"));
     case onnx::TypeProto::kMapType:
@@ -223,7 +263,8 @@ Result<DeclaredType> declared_type(const onnx::ValueInfoProto& info, const std::
   const auto& tensor_type = type.tensor_type();
   if (tensor_type.elem_type() != TensorProto::UNDEFINED) {
     if (tensor_type.elem_type() == TensorProto::STRING) {
-      return Status::user_error(str_cat(what, " has dtype STRING; string tensors are not supported"));
+      return Status::user_error(
+          str_cat(what, " has dtype STRING; string tensors are not supported"));
     }
     OPFUSE_ASSIGN_OR_RETURN(out.dtype, dtype_from_onnx(tensor_type.elem_type(), what));
   }
