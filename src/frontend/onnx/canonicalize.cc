@@ -105,7 +105,15 @@ Status add_coerced_2d(NodeDraft node, CanonicalizeContext& ctx) {
     return n->output(0);
   };
   const std::string base = node.outputs[0];
-  OPFUSE_ASSIGN_OR_RETURN(Value * shape, helper("Shape", {x}, {}, ctx.fresh_name(base + "_shape")));
+  // A static input shape goes in as a constant so that shape inference still sees the dims.
+  Value* shape = nullptr;
+  if (auto dims = x->shape ? static_dims(*x->shape) : std::nullopt) {
+    shape = ctx.graph.add_constant(
+        ctx.fresh_name(base + "_shape"),
+        Tensor::from_vector<int64_t>({static_cast<int64_t>(dims->size())}, *dims));
+  } else {
+    OPFUSE_ASSIGN_OR_RETURN(shape, helper("Shape", {x}, {}, ctx.fresh_name(base + "_shape")));
+  }
   OPFUSE_ASSIGN_OR_RETURN(Value * flat,
                           helper("Flatten", {x}, {{"axis", axis}}, ctx.fresh_name(base + "_2d")));
   NodeDraft core = node;
