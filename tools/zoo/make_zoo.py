@@ -57,10 +57,17 @@ def default_out_dir():
     return os.environ.get("OPFUSE_ZOO_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "opfuse", "zoo")
 
 
+def _file_sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+# Hashed once at startup: the code that is actually loaded, even if the file is edited mid-run.
+MODELS_SHA = _file_sha(zoo_models.__file__)
+
+
 def config_hash(name, spec):
-    h = hashlib.sha256()
-    with open(zoo_models.__file__, "rb") as f:
-        h.update(f.read())
+    h = hashlib.sha256(MODELS_SHA.encode())
     cfg = dict(name=name, zoo_version=ZOO_VERSION, opset=OPSET, torch=torch.__version__, tier=spec["tier"],
                kwargs=spec["kwargs"], outputs=spec["outputs"], dynamic_axes=spec["dynamic_axes"])
     h.update(json.dumps(cfg, sort_keys=True).encode())
@@ -147,6 +154,13 @@ def generate(out_dir, name, spec, verify):
             raise RuntimeError(f"{name}: float64 numpy evaluation of the ONNX graph differs from torch: "
                                f"rel {worst:.3g}")
         verify_info = dict(rel_max_abs_diff=worst, seconds=round(time.time() - t1, 2))
+        if spec["dynamic_axes"]:
+            # Exercise the symbolic batch dim: batch 2 of the same sample must give the reference twice.
+            got2 = np_onnx.run(m, {n: np.concatenate([a, a]) for n, a in zip(in_names, in_arrays)})
+            for on, want in zip(out_names, out_arrays):
+                if not np.allclose(got2[on], np.concatenate([got[on], got[on]]), rtol=0, atol=1e-9):
+                    raise RuntimeError(f"{name}: batch-2 evaluation of the symbolic-batch graph is wrong")
+            verify_info["batch2_ok"] = True
     tol = TOLERANCE
     if verify_info and TOL_SAFETY * verify_info["rel_max_abs_diff"] > tol:
         x = TOL_SAFETY * verify_info["rel_max_abs_diff"]

@@ -54,6 +54,7 @@ def calibrate_batchnorm(model, batch):
     bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
     if not bns:
         return
+    momenta = [bn.momentum for bn in bns]
     for bn in bns:
         bn.reset_running_stats()
         bn.momentum = None  # cumulative average: one pass => exactly the batch statistics
@@ -61,6 +62,8 @@ def calibrate_batchnorm(model, batch):
     with torch.no_grad():
         model(*batch)
     model.eval()
+    for bn, mom in zip(bns, momenta):  # restored: the exporter writes it as an attribute
+        bn.momentum = mom
 
 
 def randomize_norm_affine(model):
@@ -154,7 +157,8 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(hidden, hidden)
 
     def split_heads(self, x):  # [B, S, H] -> [B, heads, S, head_dim]
-        return x.reshape(x.shape[0], -1, self.heads, self.head_dim).permute(0, 2, 1, 3)
+        # Explicit sizes rather than -1 so exported shape inference keeps seq static.
+        return x.reshape(x.shape[0], x.shape[1], self.heads, self.head_dim).permute(0, 2, 1, 3)
 
     def forward(self, x, bias):
         q = self.split_heads(self.query(x))
@@ -165,7 +169,7 @@ class BertSelfAttention(nn.Module):
             scores = scores + bias
         probs = torch.softmax(scores, dim=-1)
         ctx = torch.matmul(probs, v).permute(0, 2, 1, 3)
-        return ctx.reshape(ctx.shape[0], -1, self.heads * self.head_dim)
+        return ctx.reshape(ctx.shape[0], ctx.shape[1], self.heads * self.head_dim)
 
 
 class BertLayer(nn.Module):
