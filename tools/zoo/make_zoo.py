@@ -263,6 +263,9 @@ def main():
         except Exception as e:  # report and continue with the other models
             print(f"[zoo] {name}: FAILED: {e}", flush=True)
             failures.append(name)
+            tmp = os.path.join(args.out, f"{name}.onnx.tmp")
+            if os.path.exists(tmp):
+                os.remove(tmp)
             continue
         manifest[name] = entry
         save_manifest(manifest_path, manifest)

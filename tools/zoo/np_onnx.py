@@ -10,9 +10,10 @@ Only opset-13 semantics of the ops actually produced by torch 1.13's exporter ar
 anything else raises NotImplementedError naming the op.
 """
 
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-import onnx
 from onnx import numpy_helper
 from onnx.helper import get_attribute_value
 
@@ -126,13 +127,7 @@ def resize(x, roi, scales, sizes, mode="nearest", coordinate_transformation_mode
     return x
 
 
-def _erf(x):
-    try:
-        from scipy.special import erf  # noqa: F401
-        return erf(x)
-    except ImportError:
-        import math
-        return np.vectorize(math.erf, otypes=[np.float64])(x)
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # no scipy here; slow but exact enough
 
 
 def _softmax(x, axis):
