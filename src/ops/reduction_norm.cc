@@ -153,6 +153,7 @@ Status infer_layer_norm(InferContext& ctx) {
   if (!is_float_input(dtype)) {
     return ctx.error(str_cat("input dtype ", dtype_name(dtype), " is not a float type"));
   }
+  if (!ctx.has_input(1)) return ctx.error("input Scale is required");
   OPFUSE_ASSIGN_OR_RETURN(DType stash, stash_dtype(ctx.node(), ctx.attrs().get_int("stash_type")));
   const std::optional<Shape>& in = ctx.input_shape(0);
   std::optional<Shape> stats_shape;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,26 +84,49 @@ inline bool run_onnx_node_case(const std::string& name, double rtol = 1e-4, doub
   onnx::ModelProto model;
   if (!read_proto(dir + "/model.onnx", model)) return false;
   SCOPED_TRACE(name);
-  const onnx::NodeProto& np = model.graph().node(0);
-  Graph g;
-  std::vector<Value*> inputs;
-  std::vector<Tensor> tensors;
-  size_t data_index = 0;
-  for (int i = 0; i < np.input_size(); ++i) {
-    if (np.input(i).empty()) {
-      inputs.push_back(nullptr);
-      tensors.emplace_back();
-      continue;
-    }
+  // Inputs: the graph inputs (input_N.pb in graph order) and any Constant nodes (opset-11
+  // models feed scales that way); the op under test is the one non-Constant node.
+  std::map<std::string, Tensor> known;
+  for (int i = 0; i < model.graph().input_size(); ++i) {
     onnx::TensorProto tp;
-    const std::string path = str_cat(dir, "/test_data_set_0/input_", data_index++, ".pb");
+    const std::string path = str_cat(dir, "/test_data_set_0/input_", i, ".pb");
     EXPECT_TRUE(read_proto(path, tp)) << path;
     auto t = to_tensor(tp);
     EXPECT_TRUE(t.is_ok()) << t.status().message();
     if (!t.is_ok()) return true;
-    tensors.push_back(*t);
-    inputs.push_back(i == 0 ? g.add_input(np.input(i), t->dtype(), t->shape())
-                            : g.add_constant(np.input(i), *t));
+    known[model.graph().input(i).name()] = *t;
+  }
+  const onnx::NodeProto* main_node = nullptr;
+  for (const onnx::NodeProto& n : model.graph().node()) {
+    if (n.op_type() != "Constant") {
+      main_node = &n;
+      continue;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.name() != "value") continue;
+      auto t = to_tensor(a.t());
+      EXPECT_TRUE(t.is_ok()) << t.status().message();
+      if (t.is_ok()) known[n.output(0)] = *t;
+    }
+  }
+  EXPECT_NE(main_node, nullptr);
+  if (main_node == nullptr) return true;
+  const onnx::NodeProto& np = *main_node;
+  Graph g;
+  std::vector<Value*> inputs;
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < np.input_size(); ++i) {
+    auto it = known.find(np.input(i));
+    if (np.input(i).empty() || it == known.end()) {
+      EXPECT_TRUE(np.input(i).empty()) << "no data for input " << np.input(i);
+      inputs.push_back(nullptr);
+      tensors.emplace_back();
+      continue;
+    }
+    const Tensor& t = it->second;
+    tensors.push_back(t);
+    inputs.push_back(i == 0 ? g.add_input(np.input(i), t.dtype(), t.shape())
+                            : g.add_constant(np.input(i), t));
   }
   std::vector<std::string> outs(np.output().begin(), np.output().end());
   auto node = g.add_node(np.op_type(), inputs, outs, to_attrs(np), "n");
