@@ -12,7 +12,7 @@
 namespace opfuse {
 namespace {
 
-enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp };
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 bool reduce_dtype_ok(DType t) { return t != DType::kBool; }
 
@@ -176,6 +176,7 @@ void reduce_typed(const Tensor& in, Tensor& out, const ReduceLayout& layout) {
       });
       if constexpr (K == ReduceKind::kMean) acc /= static_cast<double>(count);
       if constexpr (K == ReduceKind::kL2) acc = std::sqrt(acc);
+      if constexpr (K == ReduceKind::kLogSum) acc = std::log(acc);
       y[o] = store_double<T>(acc);
     }
   }
@@ -364,6 +365,7 @@ std::vector<OpDef> reduction_ops() {
       reduce_def<ReduceKind::kL1, false>("ReduceL1", none, "sum of absolute values over axes"),
       reduce_def<ReduceKind::kL2, false>("ReduceL2", none, "Euclidean norm over axes"),
       reduce_def<ReduceKind::kSumSquare, false>("ReduceSumSquare", none, "sum of squares over axes"),
+      reduce_def<ReduceKind::kLogSum, false>("ReduceLogSum", none, "log of the sum over axes"),
       reduce_def<ReduceKind::kLogSumExp, false>("ReduceLogSumExp", none,
                                                 "log of the sum of exponentials over axes"),
       arg_def("ArgMax", arg_kernel<true>, "index of the maximum along an axis"),

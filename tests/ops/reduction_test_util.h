@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,7 +73,11 @@ inline std::vector<Tensor> infer_and_run(OneNode& n) {
 inline void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
   ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size())) << t.type_string();
   for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_NEAR(t.get_double(i), want[i], tol + tol * std::fabs(want[i])) << "element " << i;
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(t.get_double(i))) << "element " << i << ": " << t.get_double(i);
+    } else {
+      EXPECT_NEAR(t.get_double(i), want[i], tol + tol * std::fabs(want[i])) << "element " << i;
+    }
   }
 }
 
