@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "ops/gemm_reference.h"
 #include "ops/nn_common.h"
@@ -275,31 +276,43 @@ void im2col(const T* x, int64_t channels, const Geometry3& g, int64_t l0, int64_
   }
 }
 
-// Y[n, group g] for one (n, g): bias, then the GEMM over chunks of output lines.
+// An uninitialised, growable buffer: im2col writes every element, so zero-filling it (as a
+// std::vector would) only costs memory bandwidth.
 template <typename T>
-void conv_one_group(const T* x, const T* w, const T* bias, T* y, int64_t cg, int64_t mg,
-                    const Geometry3& g, std::vector<T>& col, bool parallel) {
-  const int64_t ksize = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const int64_t rows = cg * ksize;
-  const int64_t lines = g.out[0] * g.out[1], ow = g.out[2], out_size = lines * ow;
+class Scratch {
+ public:
+  T* get(size_t n) {
+    if (n > size_) {
+      data_.reset(new T[n]);
+      size_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  size_t size_ = 0;
+};
+
+// Output lines [l0, l1) of Y[n, group g] (all Mg channels): bias, im2col, one GEMM.
+template <typename T>
+void conv_lines(const T* x, const T* w, const T* bias, T* y, int64_t cg, int64_t mg,
+                const Geometry3& g, int64_t l0, int64_t l1, Scratch<T>& scratch, bool parallel) {
+  const int64_t rows = cg * g.kernel_size();
+  const int64_t ow = g.out[2], out_size = g.out_size(), npos = (l1 - l0) * ow;
+  T* y0 = y + l0 * ow;
   if (bias) {
-    for (int64_t m = 0; m < mg; ++m) std::fill(y + m * out_size, y + (m + 1) * out_size, bias[m]);
+    for (int64_t m = 0; m < mg; ++m) std::fill(y0 + m * out_size, y0 + m * out_size + npos, bias[m]);
   }
   const T beta = bias ? T(1) : T(0);
   if (g.is_pointwise()) {  // 1x1, stride 1, no padding: the input already is the matrix
-    gemm<T>(false, false, mg, out_size, rows, T(1), w, rows, x, out_size, beta, y, out_size,
-            parallel);
+    gemm<T>(false, false, mg, npos, rows, T(1), w, rows, x + l0 * ow, out_size, beta, y0,
+            out_size, parallel);
     return;
   }
-  const int64_t line_bytes = std::max<int64_t>(1, rows * ow * static_cast<int64_t>(sizeof(T)));
-  const int64_t chunk = std::clamp<int64_t>(kColumnBudgetBytes / line_bytes, 1, lines);
-  col.resize(static_cast<size_t>(rows * chunk * ow));
-  for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
-    const int64_t l1 = std::min(lines, l0 + chunk), npos = (l1 - l0) * ow;
-    im2col(x, cg, g, l0, l1, col.data(), parallel);
-    gemm<T>(false, false, mg, npos, rows, T(1), w, rows, col.data(), npos, beta, y + l0 * ow,
-            out_size, parallel);
-  }
+  T* col = scratch.get(static_cast<size_t>(rows * npos));
+  im2col(x, cg, g, l0, l1, col, parallel);
+  gemm<T>(false, false, mg, npos, rows, T(1), w, rows, col, npos, beta, y0, out_size, parallel);
 }
 
 template <typename T>
@@ -309,26 +322,48 @@ Result<std::vector<Tensor>> conv_compute(const Node& node, const std::vector<con
   const Tensor* b = in.size() > 2 ? in[2] : nullptr;
   OPFUSE_ASSIGN_OR_RETURN(ConvSetup s, conv_setup(node, x, w, b, false));
   OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(x.dtype(), s.out_dims, node.describe()));
+  const Geometry3& g = s.geo;
   const int64_t batch = x.dim(0), channels = x.dim(1), m = w.dim(0);
   const int64_t cg = channels / s.group, mg = m / s.group;
-  const int64_t in_size = s.geo.in_size(), out_size = s.geo.out_size();
-  const int64_t w_group = mg * cg * s.geo.kernel_size();
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  const int64_t w_group = mg * cg * g.kernel_size();
   const T* xd = x.data<T>();
   const T* wd = w.data<T>();
   const T* bd = b ? b->data<T>() : nullptr;
   T* yd = y.data<T>();
-  // Many independent (image, group) problems: one per thread. Few: parallelise inside each.
-  const int64_t jobs = batch * s.group;
-  const bool outer = jobs >= 2 * omp_get_max_threads();
+
+  // Work is split into jobs of (image, group, chunk of output lines), each an im2col plus a
+  // single-threaded GEMM, so one parallel region covers the whole op (fewer barriers than
+  // parallelising im2col and GEMM separately). Chunks bound the im2col buffer and, when there
+  // are fewer (image, group) pairs than threads, give every thread work while each chunk still
+  // feeds the GEMM a few hundred columns. Only one big job left: parallelise inside it.
+  const int64_t lines = g.out[0] * g.out[1], ow = g.out[2];
+  const int64_t threads = omp_get_max_threads(), pairs = batch * s.group;
+  const int64_t line_bytes = cg * g.kernel_size() * ow * static_cast<int64_t>(sizeof(T));
+  int64_t chunks = g.is_pointwise() || line_bytes == 0
+                       ? 1
+                       : (lines + std::max<int64_t>(1, kColumnBudgetBytes / line_bytes) - 1) /
+                             std::max<int64_t>(1, kColumnBudgetBytes / line_bytes);
+  if (pairs * chunks < 2 * threads) {
+    const int64_t wanted = (2 * threads + pairs - 1) / pairs;
+    chunks = std::max(chunks, std::min(wanted, lines * ow / 256));
+  }
+  chunks = std::clamp<int64_t>(chunks, 1, std::max<int64_t>(lines, 1));
+  const int64_t lines_per_chunk = (lines + chunks - 1) / chunks;
+  chunks = lines ? (lines + lines_per_chunk - 1) / lines_per_chunk : 0;
+  const int64_t jobs = pairs * chunks;
+  const bool outer = jobs >= threads && threads > 1;
 #pragma omp parallel if (outer)
   {
-    std::vector<T> col;
+    Scratch<T> col;
 #pragma omp for schedule(dynamic)
     for (int64_t job = 0; job < jobs; ++job) {
-      const int64_t n = job / s.group, gi = job % s.group;
-      conv_one_group(xd + (n * channels + gi * cg) * in_size, wd + gi * w_group,
-                     bd ? bd + gi * mg : nullptr, yd + (n * m + gi * mg) * out_size, cg, mg,
-                     s.geo, col, !outer);
+      const int64_t pair = job / chunks, chunk = job % chunks;
+      const int64_t n = pair / s.group, gi = pair % s.group;
+      const int64_t l0 = chunk * lines_per_chunk, l1 = std::min(lines, l0 + lines_per_chunk);
+      conv_lines(xd + (n * channels + gi * cg) * in_size, wd + gi * w_group,
+                 bd ? bd + gi * mg : nullptr, yd + (n * m + gi * mg) * out_size, cg, mg, g, l0,
+                 l1, col, !outer);
     }
   }
   return std::vector<Tensor>{std::move(y)};

@@ -29,7 +29,7 @@ template <typename T>
 struct GemmArgs {
   bool trans_a, trans_b;
   int64_t m, n, k;
-  T alpha;
+  T alpha, beta;
   const T* a;
   int64_t lda;
   const T* b;
@@ -115,10 +115,18 @@ template <typename T>
       for (int64_t ir = 0; ir < mc; ir += kMR) {
         const int64_t rows = std::min(kMR, mc - ir);
         micro_kernel(kc, apack + ir * kc, bpack + jr * kc, acc);
+        // The first depth slice also applies beta (beta == 0 never reads C, so NaNs in it do
+        // not leak); later slices accumulate.
         for (int64_t r = 0; r < rows; ++r) {
           T* crow = g.c + (i0 + ir + r) * g.ldc + j0 + jr;
           const T* arow = acc + r * kNR;
-          for (int64_t j = 0; j < cols; ++j) crow[j] += g.alpha * arow[j];
+          if (p0 > 0 || g.beta == T(1)) {
+            for (int64_t j = 0; j < cols; ++j) crow[j] += g.alpha * arow[j];
+          } else if (g.beta == T(0)) {
+            for (int64_t j = 0; j < cols; ++j) crow[j] = g.alpha * arow[j];
+          } else {
+            for (int64_t j = 0; j < cols; ++j) crow[j] = g.beta * crow[j] + g.alpha * arow[j];
+          }
         }
       }
     }
@@ -168,21 +176,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const bool par = parallel && !omp_in_parallel() && work >= 1e5;
 
-  // C = beta * C first; the tiles then only accumulate.
-  if (beta != T(1)) {
-#pragma omp parallel for if (par && m > 1)
+  if (k <= 0 || alpha == T(0)) {  // no product: C = beta * C
     for (int64_t i = 0; i < m; ++i) {
       T* row = c + i * ldc;
-      if (beta == T(0)) {
-        std::fill(row, row + n, T(0));
-      } else {
-        for (int64_t j = 0; j < n; ++j) row[j] *= beta;
-      }
+      for (int64_t j = 0; j < n; ++j) row[j] = beta == T(0) ? T(0) : beta * row[j];
     }
+    return;
   }
-  if (k <= 0 || alpha == T(0)) return;
 
-  const GemmArgs<T> g{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc};
+  const GemmArgs<T> g{trans_a, trans_b, m, n, k, alpha, beta, a, lda, b, ldb, c, ldc};
   const int64_t m_blocks = (m + kMC - 1) / kMC;
   const int64_t n_blocks = (n + kNC - 1) / kNC;
   const int64_t tiles = m_blocks * n_blocks;
