@@ -1,0 +1,48 @@
+// Pieces Conv (ops/conv.cc) and ConvTranspose (ops/conv_transpose.cc) share: attribute
+// schema, shape checks for inference, and the validated setup their kernels start from.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/nn_common.h"
+
+namespace opfuse {
+
+// auto_pad, dilations, group, kernel_shape, pads, strides with their ONNX defaults.
+std::vector<AttrSpec> conv_attr_specs();
+
+// ConvTranspose's extra attributes, checked.
+struct TransposeAttrs {
+  std::vector<int64_t> output_padding;  // empty or one per spatial dim
+  std::vector<int64_t> output_shape;    // empty or one per spatial dim
+};
+Result<TransposeAttrs> read_transpose_attrs(const AttrReader& attrs, size_t spatial,
+                                            const std::string& who);
+
+// What a Conv / ConvTranspose kernel needs, validated against the concrete tensors (kernels
+// must not trust that shape inference saw these exact shapes).
+struct ConvSetup {
+  int64_t group = 1;
+  Geometry3 geo;
+  std::vector<int64_t> out_dims;
+};
+Result<ConvSetup> conv_setup(const Node& node, const Tensor& x, const Tensor& w, const Tensor* b,
+                             bool transpose);
+
+// Inference-time checks shared by both ops: ranks, group, channel counts (Conv's W is
+// [M, C/g, k...], ConvTranspose's [C, M/g, k...]). Nullopt when X's rank is unknown.
+struct ConvInferInfo {
+  size_t spatial = 0;
+  int64_t group = 1;
+  std::vector<int64_t> weight_kernel;  // -1 unknown
+};
+Result<std::optional<ConvInferInfo>> check_conv_shapes(const InferContext& ctx, bool transpose);
+// B, when present with a known shape, must be [out_channels].
+Status check_bias(const InferContext& ctx, const Dim& out_channels);
+
+// The ConvTranspose record (ops/conv_transpose.cc); conv_ops() lists it after Conv.
+OpDef conv_transpose_def();
+
+}  // namespace opfuse
