@@ -1,7 +1,226 @@
+// The elementwise family: unary math, binary and variadic arithmetic, comparisons, logic,
+// Where and Cast (activations are in elementwise_activations.cc). Every op but Cast is run by the
+// generic scalar-expression evaluator (ops/scalar_eval.cc); its semantics are its `scalar`.
+#include "ops/elementwise_common.h"
 #include "ops/op_list.h"
 
 namespace opfuse {
+namespace {
 
-std::vector<OpDef> elementwise_ops() { return {}; }
+using ew::infer_broadcast;
+using ew::make_op;
+using ew::OutType;
+using ew::TypeClass;
+
+constexpr FusionKind kUnary = FusionKind::kElementwise;
+constexpr FusionKind kBinary = FusionKind::kBroadcast;
+
+template <ScalarOp Op>
+ScalarExpr unary_expr(const ScalarExprContext&) {
+  ScalarBuilder b;
+  return b.finish(b.unary(Op, b.arg(0)));
+}
+
+template <ScalarOp Op>
+ScalarExpr binary_expr(const ScalarExprContext&) {
+  ScalarBuilder b;
+  return b.finish(b.binary(Op, b.arg(0), b.arg(1)));
+}
+
+// Variadic Sum / Max / Min: a left fold over all inputs.
+template <ScalarOp Op>
+ScalarExpr fold_expr(const ScalarExprContext& c) {
+  ScalarBuilder b;
+  Sx acc = b.arg(0);
+  for (size_t i = 1; i < c.node.inputs().size(); ++i) acc = b.binary(Op, acc, b.arg(static_cast<int>(i)));
+  return b.finish(acc);
+}
+
+ScalarExpr mean_expr(const ScalarExprContext& c) {
+  ScalarBuilder b;
+  Sx acc = b.arg(0);
+  const size_t n = c.node.inputs().size();
+  for (size_t i = 1; i < n; ++i) acc = acc + b.arg(static_cast<int>(i));
+  return b.finish(n > 1 ? acc / static_cast<double>(n) : acc);
+}
+
+ScalarExpr mod_expr(const ScalarExprContext& c) {
+  ScalarBuilder b;
+  const ScalarOp op = c.attrs.get_int("fmod") != 0 ? ScalarOp::kFMod : ScalarOp::kMod;
+  return b.finish(b.binary(op, b.arg(0), b.arg(1)));
+}
+
+ScalarExpr where_expr(const ScalarExprContext&) {
+  ScalarBuilder b;
+  return b.finish(select(b.arg(0), b.arg(1), b.arg(2)));
+}
+
+ScalarExpr identity_expr(const ScalarExprContext&) {
+  ScalarBuilder b;
+  return b.finish(b.arg(0));
+}
+
+// Pow: the exponent may have a different numeric type from the base; the output has the base's.
+Status infer_pow(InferContext& ctx) {
+  OPFUSE_TRY(ew::check_arity(ctx));
+  OPFUSE_ASSIGN_OR_RETURN(DType base, ew::common_dtype(ctx, {0}, TypeClass::kNumeric));
+  OPFUSE_TRY(ew::common_dtype(ctx, {1}, TypeClass::kNumeric).status());
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> shape, ew::broadcast_inputs(ctx, {0, 1}));
+  ctx.set_output(0, base, std::move(shape));
+  return Status::ok();
+}
+
+Status infer_where(InferContext& ctx) {
+  OPFUSE_TRY(ew::check_arity(ctx));
+  OPFUSE_TRY(ew::common_dtype(ctx, {0}, TypeClass::kBool).status());
+  OPFUSE_ASSIGN_OR_RETURN(DType dtype, ew::common_dtype(ctx, {1, 2}, TypeClass::kAny));
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> shape, ew::broadcast_inputs(ctx, {0, 1, 2}));
+  ctx.set_output(0, dtype, std::move(shape));
+  return Status::ok();
+}
+
+// ONNX TensorProto.DataType numbers of the dtypes opfuse supports.
+std::optional<DType> dtype_from_onnx(int64_t code) {
+  switch (code) {
+    case 1: return DType::kF32;
+    case 2: return DType::kU8;
+    case 3: return DType::kI8;
+    case 4: return DType::kU16;
+    case 5: return DType::kI16;
+    case 6: return DType::kI32;
+    case 7: return DType::kI64;
+    case 9: return DType::kBool;
+    case 10: return DType::kF16;
+    case 11: return DType::kF64;
+    case 12: return DType::kU32;
+    case 13: return DType::kU64;
+    default: return std::nullopt;
+  }
+}
+
+Result<DType> cast_target(const Node& node, const AttrReader& attrs) {
+  if (!attrs.has("to")) {
+    return Status::user_error(str_cat(node.describe(), ": attribute 'to' is required"));
+  }
+  const int64_t code = attrs.get_int("to");
+  auto to = dtype_from_onnx(code);
+  if (!to) {
+    return Status::user_error(str_cat(node.describe(), ": Cast to ONNX data type ", code,
+                                      " is not supported"));
+  }
+  return *to;
+}
+
+Status infer_cast(InferContext& ctx) {
+  OPFUSE_TRY(ew::check_arity(ctx));
+  OPFUSE_ASSIGN_OR_RETURN(DType to, cast_target(ctx.node(), ctx.attrs()));
+  ctx.set_output(0, to, ctx.input_shape(0));
+  return Status::ok();
+}
+
+// Cast converts dtypes, which the scalar evaluator (one compute type per expression) does not
+// model; Tensor::cast does it (float -> int truncates toward zero, nonzero -> true).
+Status cast_kernel(KernelContext& ctx) {
+  OPFUSE_ASSIGN_OR_RETURN(DType to, cast_target(ctx.node(), ctx.attrs()));
+  Result<Tensor> out = ctx.input(0).cast(to);
+  if (!out) return out.status().with_context(ctx.node().describe());
+  ctx.set_output(0, std::move(out).value());
+  return Status::ok();
+}
+
+void set_commutative(OpDef& def, bool associative = true) {
+  def.traits.commutative = true;
+  def.traits.associative = associative;
+}
+
+}  // namespace
+
+std::vector<OpDef> elementwise_ops() {
+  std::vector<OpDef> ops;
+  ops.reserve(64);  // references returned by add() stay valid
+  auto add = [&](OpDef def) -> OpDef& {
+    ops.push_back(std::move(def));
+    return ops.back();
+  };
+  constexpr auto kFloat = infer_broadcast<TypeClass::kFloat>;
+  constexpr auto kNumeric = infer_broadcast<TypeClass::kNumeric>;
+  constexpr auto kCompare = infer_broadcast<TypeClass::kNumeric, OutType::kBool>;
+  constexpr auto kLogic = infer_broadcast<TypeClass::kBool, OutType::kBool>;
+
+  // Unary math. Output has the input's dtype and shape, so it may overwrite the input.
+  const size_t first_unary = ops.size();
+  add(make_op("Tanh", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kTanh>, "tanh(x)"));
+  add(make_op("Erf", 1, 1, kUnary, kNumeric, unary_expr<ScalarOp::kErf>, "erf(x)"));
+  add(make_op("Exp", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kExp>, "exp(x)"));
+  add(make_op("Log", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kLog>, "log(x)"));
+  add(make_op("Sqrt", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kSqrt>, "sqrt(x)"));
+  add(make_op("Reciprocal", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kReciprocal>, "1 / x"));
+  add(make_op("Neg", 1, 1, kUnary, infer_broadcast<TypeClass::kSigned>, unary_expr<ScalarOp::kNeg>,
+              "-x"));
+  add(make_op("Abs", 1, 1, kUnary, kNumeric, unary_expr<ScalarOp::kAbs>, "|x|"))
+      .traits.idempotent = true;
+  add(make_op("Floor", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kFloor>, "floor(x)"))
+      .traits.idempotent = true;
+  add(make_op("Ceil", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kCeil>, "ceil(x)"))
+      .traits.idempotent = true;
+  add(make_op("Round", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kRound>,
+              "round half to even"))
+      .traits.idempotent = true;
+  add(make_op("Sign", 1, 1, kUnary, kNumeric, unary_expr<ScalarOp::kSign>, "-1, 0 or 1"))
+      .traits.idempotent = true;
+  add(make_op("Sin", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kSin>, "sin(x)"));
+  add(make_op("Cos", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kCos>, "cos(x)"));
+  add(make_op("Not", 1, 1, kUnary, kLogic, unary_expr<ScalarOp::kNot>, "logical not"));
+  for (size_t i = first_unary; i < ops.size(); ++i) ops[i].traits.inplace = true;
+  add(make_op("IsNaN", 1, 1, kUnary, infer_broadcast<TypeClass::kFloat, OutType::kBool>,
+              unary_expr<ScalarOp::kIsNaN>, "x != x"));
+
+  // Binary and variadic arithmetic: output has input 0's dtype; with equal shapes it may reuse
+  // input 0's buffer (the memory planner checks the shapes).
+  const size_t first_arith = ops.size();
+  set_commutative(add(make_op("Add", 2, 2, kBinary, kNumeric, binary_expr<ScalarOp::kAdd>, "a + b")));
+  add(make_op("Sub", 2, 2, kBinary, kNumeric, binary_expr<ScalarOp::kSub>, "a - b"));
+  set_commutative(add(make_op("Mul", 2, 2, kBinary, kNumeric, binary_expr<ScalarOp::kMul>, "a * b")));
+  add(make_op("Div", 2, 2, kBinary, kNumeric, binary_expr<ScalarOp::kDiv>,
+              "a / b (integers truncate toward zero)"));
+  add(make_op("Pow", 2, 2, kBinary, infer_pow, binary_expr<ScalarOp::kPow>, "a ^ b"));
+  OpDef& mod = add(make_op("Mod", 2, 2, kBinary, kNumeric, mod_expr,
+                           "remainder with the divisor's sign, or the dividend's when fmod=1"));
+  mod.attrs = {AttrSpec{"fmod", AttrType::kInt, AttrValue(int64_t{0}), false}};
+  set_commutative(add(make_op("Max", 1, ew::kVariadic, kBinary, kNumeric,
+                              fold_expr<ScalarOp::kMax>, "elementwise maximum of all inputs")));
+  set_commutative(add(make_op("Min", 1, ew::kVariadic, kBinary, kNumeric,
+                              fold_expr<ScalarOp::kMin>, "elementwise minimum of all inputs")));
+  set_commutative(add(make_op("Sum", 1, ew::kVariadic, kBinary, kFloat, fold_expr<ScalarOp::kAdd>,
+                              "elementwise sum of all inputs")));
+  set_commutative(add(make_op("Mean", 1, ew::kVariadic, kBinary, kFloat, mean_expr,
+                              "elementwise mean of all inputs")),
+                  /*associative=*/false);
+  set_commutative(add(make_op("And", 2, 2, kBinary, kLogic, binary_expr<ScalarOp::kAnd>, "a && b")));
+  set_commutative(add(make_op("Or", 2, 2, kBinary, kLogic, binary_expr<ScalarOp::kOr>, "a || b")));
+  set_commutative(add(make_op("Xor", 2, 2, kBinary, kLogic, binary_expr<ScalarOp::kXor>, "a != b")));
+  for (size_t i = first_arith; i < ops.size(); ++i) ops[i].traits.inplace = true;
+
+  // Comparisons produce bool.
+  set_commutative(add(make_op("Equal", 2, 2, kBinary, infer_broadcast<TypeClass::kAny, OutType::kBool>,
+                              binary_expr<ScalarOp::kEqual>, "a == b")));
+  add(make_op("Less", 2, 2, kBinary, kCompare, binary_expr<ScalarOp::kLess>, "a < b"));
+  add(make_op("Greater", 2, 2, kBinary, kCompare, binary_expr<ScalarOp::kGreater>, "a > b"));
+  add(make_op("LessOrEqual", 2, 2, kBinary, kCompare, binary_expr<ScalarOp::kLessEqual>, "a <= b"))
+      .min_opset = 12;
+  add(make_op("GreaterOrEqual", 2, 2, kBinary, kCompare, binary_expr<ScalarOp::kGreaterEqual>,
+              "a >= b"))
+      .min_opset = 12;
+
+  add(make_op("Where", 3, 3, kBinary, infer_where, where_expr, "cond ? x : y"));
+  OpDef& cast = add(make_op("Cast", 1, 1, kUnary, infer_cast, identity_expr,
+                            "converts to dtype `to` (an ONNX data type number)"));
+  cast.attrs = {AttrSpec{"to", AttrType::kInt, std::nullopt, true}};
+  cast.reference = cast_kernel;
+  cast.traits.idempotent = true;
+
+  ew::append_activation_ops(ops);
+  return ops;
+}
 
 }  // namespace opfuse

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian 12 machine: install dependencies, build, run `opfuse demo`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+./scripts/build.sh
+./build/opfuse demo "$@"

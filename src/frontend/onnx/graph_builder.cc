@@ -1,0 +1,311 @@
+#include "frontend/onnx/graph_builder.h"
+
+#include <functional>
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "frontend/onnx/attributes.h"
+#include "frontend/onnx/canonicalize.h"
+#include "frontend/onnx/constant_node.h"
+#include "frontend/onnx/opsets.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "ops/registry.h"
+#include "passes/infer_shapes.h"
+
+namespace opfuse::onnx_import {
+namespace {
+
+class GraphBuilder {
+ public:
+  GraphBuilder(const onnx::ModelProto& model, const std::string& base_dir)
+      : proto_(model.graph()), base_dir_(base_dir) {}
+
+  Result<Graph> build(const onnx::ModelProto& model, const OnnxLoadOptions& options) {
+    OPFUSE_ASSIGN_OR_RETURN(graph_.opset_imports, read_opset_imports(model));
+    if (!proto_.name().empty()) graph_.name = proto_.name();
+    reserve_names();
+    OPFUSE_TRY(read_initializers());
+    OPFUSE_TRY(read_inputs());
+    OPFUSE_TRY(check_node_ops());
+    OPFUSE_ASSIGN_OR_RETURN(std::vector<int> order, node_order());
+    for (int index : order) OPFUSE_TRY(read_node(index));
+    OPFUSE_TRY(read_outputs());
+    OPFUSE_TRY(graph_.topological_sort());
+    if (options.infer_shapes) OPFUSE_TRY(infer_shapes(graph_));
+    return std::move(graph_);
+  }
+
+ private:
+  // "node 'conv1' (index 12)"; ONNX allows empty node names, so one is generated.
+  std::string node_name(int index) const {
+    const onnx::NodeProto& n = proto_.node(index);
+    return n.name().empty() ? str_cat(n.op_type(), "_", index) : n.name();
+  }
+  std::string node_label(int index) const {
+    return str_cat("node '", node_name(index), "' (index ", index, ")");
+  }
+
+  void reserve_names() {
+    for (const auto& t : proto_.initializer()) reserved_.insert(t.name());
+    for (const auto& v : proto_.input()) reserved_.insert(v.name());
+    for (const auto& v : proto_.output()) reserved_.insert(v.name());
+    for (const auto& n : proto_.node()) {
+      reserved_.insert(n.input().begin(), n.input().end());
+      reserved_.insert(n.output().begin(), n.output().end());
+    }
+  }
+
+  std::string fresh_name(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; reserved_.count(name) || graph_.find_value(name); ++k) {
+      name = str_cat(base, "_", k);
+    }
+    reserved_.insert(name);
+    return name;
+  }
+
+  Status define(const std::string& name, Value* value) {
+    if (!values_.emplace(name, value).second) {
+      return Status::user_error(str_cat("value '", name, "' is defined more than once"));
+    }
+    return Status::ok();
+  }
+
+  Status read_initializers() {
+    if (proto_.sparse_initializer_size() > 0) {
+      return Status::user_error(str_cat("sparse initializer '",
+                                        proto_.sparse_initializer(0).values().name(),
+                                        "': sparse tensors are not supported"));
+    }
+    for (int i = 0; i < proto_.initializer_size(); ++i) {
+      const onnx::TensorProto& t = proto_.initializer(i);
+      if (t.name().empty()) {
+        return Status::user_error(str_cat("initializer at index ", i, " has no name"));
+      }
+      OPFUSE_ASSIGN_OR_RETURN(Tensor data,
+                              tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'")));
+      OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
+    }
+    return Status::ok();
+  }
+
+  // Inputs that are also initializers are constants: opfuse does not let callers override
+  // weights at run time (and constant folding and weight layout passes rely on that).
+  Status read_inputs() {
+    for (const onnx::ValueInfoProto& info : proto_.input()) {
+      if (values_.count(info.name()) && values_.at(info.name())->is_constant()) continue;
+      const std::string what = str_cat("graph input '", info.name(), "'");
+      if (info.name().empty()) return Status::user_error("a graph input has no name");
+      OPFUSE_ASSIGN_OR_RETURN(DeclaredType type, declared_type(info, what));
+      if (type.dtype == DType::kUndefined) {
+        return Status::user_error(str_cat(what, " has no tensor type"));
+      }
+      Value* v = graph_.add_input(info.name(), type.dtype, type.shape.value_or(Shape{}));
+      v->shape = type.shape;  // nullopt when the model gives no shape: rank unknown
+      OPFUSE_TRY(define(info.name(), v));
+    }
+    return Status::ok();
+  }
+
+  // The opset a node's semantics follow. A pre-11 model is read as opset 11 node by node, when
+  // the node's op is unchanged between the model's opset and 11.
+  Result<int64_t> node_opset(int index) const {
+    const onnx::NodeProto& n = proto_.node(index);
+    const std::string domain = canonical_domain(n.domain());
+    auto it = graph_.opset_imports.find(domain);
+    if (it == graph_.opset_imports.end()) {
+      return Status::user_error(str_cat(node_label(index), ": op ", n.op_type(), " uses domain ",
+                                        display_domain(domain),
+                                        ", which the model does not import (opset_import)"));
+    }
+    const int64_t opset = it->second;
+    if (!domain.empty() || opset >= kMinOnnxOpset || n.op_type() == "Constant") return opset;
+    const int64_t since = onnx_op_unchanged_since(n.op_type());
+    if (since == 0 || since > opset) {
+      return Status::user_error(str_cat(node_label(index), ": op ", n.op_type(),
+                                        " (domain ai.onnx, opset ", opset,
+                                        ") is not supported: opfuse implements opsets ",
+                                        kMinOnnxOpset, "-", kMaxOnnxOpset, " and ", n.op_type(),
+                                        " changed between opset ", opset, " and ", kMinOnnxOpset));
+    }
+    return kMinOnnxOpset;
+  }
+
+  // "op Foo (domain ai.onnx, opset 13) is not supported", checked for every node before the
+  // graph is wired so that the first complaint about an unsupported model is the op itself.
+  Status check_op(const std::string& label, const std::string& op_type, const std::string& domain,
+                  int64_t opset) const {
+    const std::string op = str_cat("op ", op_type, " (domain ", display_domain(domain), ", opset ",
+                                   opset, ")");
+    const OpDef* def = OpRegistry::global().find(domain, op_type);
+    if (def == nullptr) return Status::user_error(str_cat(label, ": ", op, " is not supported"));
+    if (opset < def->min_opset || opset > def->max_opset) {
+      return Status::user_error(str_cat(label, ": ", op, " is not supported: opfuse implements ",
+                                        op_type, " for opsets ", def->min_opset, "-",
+                                        def->max_opset));
+    }
+    return Status::ok();
+  }
+
+  Status check_node_ops() const {
+    for (int i = 0; i < proto_.node_size(); ++i) {
+      const onnx::NodeProto& n = proto_.node(i);
+      OPFUSE_ASSIGN_OR_RETURN(int64_t opset, node_opset(i));
+      const std::string domain = canonical_domain(n.domain());
+      if (domain.empty() && n.op_type() == "Constant") continue;  // the importer's own job
+      OPFUSE_TRY(check_op(node_label(i), n.op_type(), domain, opset));
+    }
+    return Status::ok();
+  }
+
+  // ONNX requires nodes in topological order but real files do not always comply: sort them
+  // (stable: among ready nodes the earliest in the file goes first).
+  Result<std::vector<int>> node_order() const {
+    const int n = proto_.node_size();
+    std::unordered_map<std::string, int> producer;
+    for (int i = 0; i < n; ++i) {
+      for (const std::string& out : proto_.node(i).output()) {
+        if (out.empty()) continue;
+        if (values_.count(out) || !producer.emplace(out, i).second) {
+          return Status::user_error(str_cat(node_label(i), ": output '", out,
+                                            "' is already defined by another node, a graph input "
+                                            "or an initializer"));
+        }
+      }
+    }
+    std::vector<int> pending(n, 0);
+    std::unordered_map<int, std::vector<int>> consumers;  // producer index -> consumer slots
+    for (int i = 0; i < n; ++i) {
+      for (const std::string& in : proto_.node(i).input()) {
+        if (in.empty() || values_.count(in)) continue;
+        auto it = producer.find(in);
+        if (it == producer.end()) {
+          return Status::user_error(str_cat(node_label(i), ": input '", in,
+                                            "' is not a graph input, an initializer or the output "
+                                            "of any node"));
+        }
+        ++pending[i];
+        consumers[it->second].push_back(i);
+      }
+    }
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    for (int i = 0; i < n; ++i) {
+      if (pending[i] == 0) ready.push(i);
+    }
+    std::vector<int> order;
+    while (!ready.empty()) {
+      const int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int c : consumers[i]) {
+        if (--pending[c] == 0) ready.push(c);
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      if (pending[i] != 0) {
+        return Status::user_error(str_cat("the graph has a cycle through ", node_label(i)));
+      }
+    }
+    return order;
+  }
+
+  Status read_node(int index) {
+    const onnx::NodeProto& n = proto_.node(index);
+    label_ = node_label(index);
+    NodeDraft draft;
+    draft.op_type = n.op_type();
+    draft.domain = canonical_domain(n.domain());
+    draft.name = node_name(index);
+    OPFUSE_ASSIGN_OR_RETURN(draft.opset, node_opset(index));
+    for (const auto& a : n.attribute()) {
+      OPFUSE_ASSIGN_OR_RETURN(AttrValue value, attr_from_proto(a, base_dir_, label_));
+      draft.attrs[a.name()] = std::move(value);
+    }
+    for (const std::string& in : n.input()) draft.inputs.push_back(in.empty() ? nullptr : values_.at(in));
+    draft.outputs.assign(n.output().begin(), n.output().end());
+    if (draft.domain.empty() && draft.op_type == "Constant") {
+      OPFUSE_ASSIGN_OR_RETURN(Tensor data, constant_node_value(draft.attrs, label_));
+      if (draft.outputs.size() != 1 || draft.outputs[0].empty()) {
+        return Status::user_error(str_cat(label_, ": Constant must have exactly one output"));
+      }
+      return define(draft.outputs[0], graph_.add_constant(draft.outputs[0], std::move(data)));
+    }
+    original_op_ = draft.op_type;
+    CanonicalizeContext ctx{graph_, [this](const std::string& base) { return fresh_name(base); },
+                            [this](NodeDraft d) { return add_checked(std::move(d)); }};
+    return add_canonical_node(std::move(draft), ctx);
+  }
+
+  // Checks a (possibly canonicalised or helper) node against its op record and adds it.
+  Result<Node*> add_checked(NodeDraft d) {
+    const std::string label =
+        d.op_type == original_op_ ? label_ : str_cat(label_, " (converting ", original_op_, ")");
+    OPFUSE_TRY(check_op(label, d.op_type, d.domain, d.opset));
+    const OpDef& def = *OpRegistry::global().find(d.domain, d.op_type);
+    // Trailing omitted inputs and outputs are the same as absent ones.
+    while (!d.inputs.empty() && d.inputs.back() == nullptr) d.inputs.pop_back();
+    while (!d.outputs.empty() && d.outputs.back().empty()) d.outputs.pop_back();
+    const auto n_in = static_cast<int>(d.inputs.size());
+    const auto n_out = static_cast<int>(d.outputs.size());
+    if (n_in < def.min_inputs || n_in > def.max_inputs) {
+      return Status::user_error(str_cat(label, ": ", d.op_type, " takes ", def.min_inputs, " to ",
+                                        def.max_inputs, " inputs but has ", n_in));
+    }
+    if (n_out < def.min_outputs || n_out > def.max_outputs) {
+      return Status::user_error(str_cat(label, ": ", d.op_type, " has ", def.min_outputs, " to ",
+                                        def.max_outputs, " outputs but the node has ", n_out));
+    }
+    OPFUSE_TRY(check_attributes(def, d.attrs, label));
+    std::vector<std::string> onnx_names = d.outputs;
+    for (std::string& out : d.outputs) {
+      if (out.empty()) out = fresh_name(str_cat(d.name, "_unused"));
+    }
+    OPFUSE_ASSIGN_OR_RETURN(Node * node, graph_.add_node(d.op_type, std::move(d.inputs), d.outputs,
+                                                         std::move(d.attrs), d.name, d.domain));
+    for (size_t i = 0; i < onnx_names.size(); ++i) {
+      if (!onnx_names[i].empty()) OPFUSE_TRY(define(onnx_names[i], node->output(i)));
+    }
+    return node;
+  }
+
+  // Graph outputs may be node outputs, graph inputs or initializers. Declared types of node
+  // outputs are kept: infer_shapes merges them with what it infers (symbolic dims survive).
+  Status read_outputs() {
+    for (const onnx::ValueInfoProto& info : proto_.output()) {
+      const std::string what = str_cat("graph output '", info.name(), "'");
+      auto it = values_.find(info.name());
+      if (it == values_.end()) {
+        return Status::user_error(
+            str_cat(what, " is not produced by any node, graph input or initializer"));
+      }
+      OPFUSE_ASSIGN_OR_RETURN(DeclaredType type, declared_type(info, what));
+      Value* v = it->second;
+      if (v->producer() != nullptr) {
+        if (type.dtype != DType::kUndefined) v->dtype = type.dtype;
+        if (type.shape) v->shape = type.shape;
+      }
+      graph_.add_output(v);
+    }
+    return Status::ok();
+  }
+
+  const onnx::GraphProto& proto_;
+  std::string base_dir_;
+  Graph graph_;
+  std::unordered_map<std::string, Value*> values_;  // ONNX value name -> value
+  std::unordered_set<std::string> reserved_;        // every value name the model uses
+  std::string label_;                               // the node being read, for messages
+  std::string original_op_;
+};
+
+}  // namespace
+
+Result<Graph> build_graph(const onnx::ModelProto& model, const std::string& base_dir,
+                          const OnnxLoadOptions& options) {
+  GraphBuilder builder(model, base_dir);
+  return builder.build(model, options);
+}
+
+}  // namespace opfuse::onnx_import

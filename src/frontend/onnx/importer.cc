@@ -1,0 +1,83 @@
+#include "frontend/onnx/importer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/onnx/graph_builder.h"
+
+namespace opfuse {
+namespace {
+
+// Protobuf messages are limited to 2 GiB (sizes are ints); bigger models must use external data.
+constexpr uint64_t kMaxModelBytes = static_cast<uint64_t>(INT_MAX);
+
+Result<onnx::ModelProto> parse_model(std::string_view bytes, const std::string& source) {
+  const std::string invalid =
+      str_cat("'", source, "' is not a valid ONNX model (protobuf parse failed");
+  if (bytes.empty()) return Status::user_error(invalid + ": the file is empty)");
+  if (bytes.size() > kMaxModelBytes) {
+    return Status::user_error(str_cat("'", source, "' is ", bytes.size(),
+                                      " bytes; ONNX models above 2 GiB are not supported "
+                                      "(store the weights as external data)"));
+  }
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                                static_cast<int>(bytes.size()));
+  // The default limit has varied between protobuf releases; allow the whole 2 GiB.
+  stream.SetTotalBytesLimit(INT_MAX);
+  onnx::ModelProto model;
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    return Status::user_error(invalid + ")");
+  }
+  // Protobuf accepts many byte strings as some message; a model has at least a graph and an IR
+  // version, which random or truncated bytes rarely produce.
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    return Status::user_error(invalid + ": no graph or IR version)");
+  }
+  return model;
+}
+
+Result<Graph> load(std::string_view bytes, const std::string& base_dir,
+                   const OnnxLoadOptions& options, const std::string& source) {
+  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, source));
+  Result<Graph> graph = onnx_import::build_graph(model, base_dir, options);
+  if (!graph.is_ok()) return graph.status().with_context(source);
+  return graph;
+}
+
+}  // namespace
+
+Result<Graph> load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return Status::user_error(str_cat("model file '", path, "' does not exist"));
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::user_error(str_cat("model path '", path, "' is a directory, not a file"));
+  }
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Status::user_error(str_cat("cannot read model file '", path, "': ", ec.message()));
+  if (size > kMaxModelBytes) {
+    return Status::user_error(str_cat("model file '", path, "' is ", size,
+                                      " bytes; ONNX models above 2 GiB are not supported "
+                                      "(store the weights as external data)"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::user_error(str_cat("cannot open model file '", path, "'"));
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size) {
+    return Status::user_error(str_cat("reading model file '", path, "' failed"));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return load(bytes, dir.empty() ? "." : dir, options, path);
+}
+
+Result<Graph> load_onnx_bytes(std::string_view bytes, const std::string& base_dir,
+                              const OnnxLoadOptions& options, const std::string& source_name) {
+  return load(bytes, base_dir, options, source_name);
+}
+
+}  // namespace opfuse

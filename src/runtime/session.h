@@ -1,0 +1,55 @@
+// The public way to run a model: load it, create a Session, run it with named inputs.
+//
+//   auto graph = load_onnx_file("model.onnx");          // frontend/onnx/importer.h
+//   auto session = Session::create(std::move(*graph));
+//   auto outputs = session->run({{"input", tensor}});    // TensorMap by output name
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/eager.h"
+
+namespace opfuse {
+
+enum class ExecutionMode {
+  kEager,  // node by node with the reference kernels (graph mode arrives with the compiler)
+};
+
+struct SessionOptions {
+  ExecutionMode mode = ExecutionMode::kEager;
+};
+
+// The name, dtype and (possibly symbolic) shape of a model input or output.
+struct TensorSignature {
+  std::string name;
+  DType dtype;
+  std::optional<Shape> shape;
+  std::string to_string() const;  // "input: f32[batch,3,224,224]"
+};
+
+class Session {
+ public:
+  // Takes ownership of the graph; verifies and sorts it. Errors name the node at fault.
+  static Result<Session> create(Graph graph, SessionOptions options = {});
+
+  const std::vector<TensorSignature>& inputs() const { return inputs_; }
+  const std::vector<TensorSignature>& outputs() const { return outputs_; }
+  const Graph& graph() const { return *graph_; }
+
+  // Checks every input against the signature (names, dtypes, ranks, known dims, and symbolic
+  // dims bound consistently across inputs) and runs the model. Safe to call concurrently.
+  Result<TensorMap> run(const TensorMap& inputs) const;
+
+ private:
+  Status check_inputs(const TensorMap& inputs) const;
+
+  std::shared_ptr<const Graph> graph_;
+  SessionOptions options_;
+  std::vector<TensorSignature> inputs_;
+  std::vector<TensorSignature> outputs_;
+};
+
+}  // namespace opfuse

@@ -1,0 +1,642 @@
+// The ONNX importer, on tiny models built here with the protobuf API. Ops come from a test-only
+// domain registered below, so these tests do not depend on which built-in ops exist.
+#include "frontend/onnx/importer.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "frontend/onnx/tensor_proto.h"
+#include "ops/registry.h"
+
+namespace opfuse {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kTestDomain = "test.opfuse.import";
+
+// ---- test-only ops -------------------------------------------------------------------------
+
+Status identity_infer(InferContext& ctx) {
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return Status::ok();
+}
+Status identity_kernel(KernelContext& ctx) {
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
+// Squeeze-13 semantics (axes as an optional i64 input), for the canonicalisation test when the
+// built-in Squeeze is not registered.
+Status squeeze_infer(InferContext& ctx) {
+  const auto& shape = ctx.input_shape(0);
+  const Tensor* axes = ctx.input_constant(1);
+  if (!shape || !axes) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return Status::ok();
+  }
+  std::vector<int64_t> drop = axes->to_int_vector();
+  Shape out;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape->size()); ++i) {
+    bool dropped = false;
+    for (int64_t a : drop) dropped |= (a < 0 ? a + static_cast<int64_t>(shape->size()) : a) == i;
+    if (!dropped) out.push_back((*shape)[i]);
+  }
+  ctx.set_output(0, ctx.input_dtype(0), out);
+  return Status::ok();
+}
+Status squeeze_kernel(KernelContext& ctx) { return ctx.error("not used in these tests"); }
+
+void register_test_ops() {
+  static const bool once = [] {
+    OpDef id;
+    id.name = "TestIdentity";
+    id.domain = kTestDomain;
+    id.min_opset = 1;
+    id.max_opset = 1;
+    id.min_outputs = 1;
+    id.attrs = {AttrSpec{"alpha", AttrType::kFloat, AttrValue(1.0f)}};
+    id.infer = identity_infer;
+    id.reference = identity_kernel;
+    EXPECT_TRUE(OpRegistry::global().add(id).is_ok());
+    if (OpRegistry::global().find("", "Squeeze") == nullptr) {
+      OpDef sq;
+      sq.name = "Squeeze";
+      sq.min_inputs = 1;
+      sq.max_inputs = 2;
+      sq.infer = squeeze_infer;
+      sq.reference = squeeze_kernel;
+      EXPECT_TRUE(OpRegistry::global().add(sq).is_ok());
+    }
+    return true;
+  }();
+  (void)once;
+}
+
+// ---- model construction ----------------------------------------------------------------------
+
+onnx::ModelProto base_model(int64_t opset = 13) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  auto* test = m.add_opset_import();
+  test->set_domain(kTestDomain);
+  test->set_version(1);
+  m.mutable_graph()->set_name("g");
+  return m;
+}
+
+void add_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                    const std::string& name, int elem_type, const std::vector<int64_t>& dims) {
+  auto* v = list->Add();
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem_type);
+  auto* shape = t->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+}
+void add_input(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
+               int elem_type = onnx::TensorProto::FLOAT) {
+  add_value_info(m.mutable_graph()->mutable_input(), name, elem_type, dims);
+}
+void add_output(onnx::ModelProto& m, const std::string& name) {
+  m.mutable_graph()->add_output()->set_name(name);
+}
+onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out, const std::string& name = "",
+                          const std::string& domain = kTestDomain) {
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_domain(domain);
+  n->set_name(name);
+  for (auto& s : in) n->add_input(s);
+  for (auto& s : out) n->add_output(s);
+  return n;
+}
+onnx::TensorProto* add_float_initializer(onnx::ModelProto& m, const std::string& name,
+                                         const std::vector<int64_t>& dims,
+                                         const std::vector<float>& values) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+  return t;
+}
+
+// x -> TestIdentity -> y, with a weight initializer.
+onnx::ModelProto identity_model() {
+  onnx::ModelProto m = base_model();
+  add_input(m, "x", {2, 3});
+  std::vector<float> w(64, 0.5f);
+  add_float_initializer(m, "w", {64}, w);
+  add_node(m, "TestIdentity", {"x"}, {"y"}, "id");
+  add_output(m, "y");
+  return m;
+}
+
+Result<Graph> load(const onnx::ModelProto& m, const std::string& base_dir = "") {
+  register_test_ops();
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  return load_onnx_bytes(bytes, base_dir, {}, "test.onnx");
+}
+
+class OnnxImportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_test_ops();
+    dir_ = fs::temp_directory_path() /
+           str_cat("opfuse_onnx_import_", getpid(), "_",
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_file(const std::string& name, const std::string& bytes) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  std::string write_model(const onnx::ModelProto& m, const std::string& name = "model.onnx") {
+    std::string bytes;
+    EXPECT_TRUE(m.SerializeToString(&bytes));
+    return write_file(name, bytes);
+  }
+
+  fs::path dir_;
+};
+
+// Asserts a user error whose message contains every one of `parts`.
+void expect_user_error(const Status& s, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.kind(), ErrorKind::kUser) << s.message();
+  for (const std::string& p : parts) {
+    EXPECT_NE(s.message().find(p), std::string::npos) << "'" << p << "' not in: " << s.message();
+  }
+}
+
+// ---- file-level errors -----------------------------------------------------------------------
+
+TEST_F(OnnxImportTest, TruncatedFileIsNotAValidModel) {
+  std::string bytes;
+  ASSERT_TRUE(identity_model().SerializeToString(&bytes));
+  // The graph (with a 256-byte weight) is most of the file; cutting at half lands inside it.
+  const std::string path = write_file("truncated.onnx", bytes.substr(0, bytes.size() / 2));
+  expect_user_error(load_onnx_file(path).status(),
+                    {path, "is not a valid ONNX model (protobuf parse failed"});
+}
+
+TEST_F(OnnxImportTest, RandomBytesAreNotAValidModel) {
+  std::mt19937 rng(1234);
+  std::string bytes(4096, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng() & 0xff);
+  const std::string path = write_file("random.onnx", bytes);
+  expect_user_error(load_onnx_file(path).status(),
+                    {path, "is not a valid ONNX model (protobuf parse failed"});
+}
+
+TEST_F(OnnxImportTest, EmptyFileIsNotAValidModel) {
+  const std::string path = write_file("empty.onnx", "");
+  expect_user_error(load_onnx_file(path).status(),
+                    {path, "is not a valid ONNX model (protobuf parse failed", "empty"});
+}
+
+TEST_F(OnnxImportTest, MissingFileNamesThePath) {
+  const std::string path = (dir_ / "nope.onnx").string();
+  expect_user_error(load_onnx_file(path).status(), {path, "does not exist"});
+}
+
+TEST_F(OnnxImportTest, ValidFileLoads) {
+  const std::string path = write_model(identity_model());
+  Result<Graph> g = load_onnx_file(path);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->inputs().size(), 1u);
+  ASSERT_EQ(g->outputs().size(), 1u);
+  EXPECT_EQ(g->outputs()[0]->name(), "y");
+  EXPECT_EQ(g->outputs()[0]->type_string(), "f32[2,3]");
+  EXPECT_EQ(g->name, "g");
+  EXPECT_EQ(g->opset_imports.at(""), 13);
+  EXPECT_EQ(g->opset_imports.at(kTestDomain), 1);
+  ASSERT_NE(g->find_value("w"), nullptr);
+  EXPECT_TRUE(g->find_value("w")->is_constant());
+}
+
+// ---- ops, opsets, attributes -----------------------------------------------------------------
+
+TEST_F(OnnxImportTest, UnsupportedOpNamesOpDomainOpsetAndNode) {
+  onnx::ModelProto m = identity_model();
+  add_node(m, "NoSuchOp", {"y"}, {"z"}, "mynode", "");
+  const std::string path = write_model(m);
+  expect_user_error(load_onnx_file(path).status(),
+                    {path, "node 'mynode' (index 1)", "op NoSuchOp (domain ai.onnx, opset 13)",
+                     "is not supported"});
+}
+
+TEST_F(OnnxImportTest, UnnamedNodeGetsGeneratedName) {
+  onnx::ModelProto m = identity_model();
+  add_node(m, "NoSuchOp", {"y"}, {"z"}, "", "");
+  expect_user_error(load(m).status(), {"node 'NoSuchOp_1' (index 1)"});
+
+  onnx::ModelProto ok = base_model();
+  add_input(ok, "x", {2});
+  add_node(ok, "TestIdentity", {"x"}, {"y"});
+  add_output(ok, "y");
+  Result<Graph> g = load(ok);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->num_nodes(), 1u);
+  EXPECT_EQ(g->nodes()[0]->name(), "TestIdentity_0");
+}
+
+TEST_F(OnnxImportTest, OpOutsideItsOpsetRangeIsUnsupported) {
+  onnx::ModelProto m = identity_model();
+  m.mutable_opset_import(1)->set_version(2);  // TestIdentity covers opset 1 only
+  expect_user_error(load(m).status(), {"node 'id' (index 0)", "op TestIdentity", kTestDomain,
+                                       "opset 2", "not supported"});
+}
+
+TEST_F(OnnxImportTest, UnsupportedDefaultOpsetIsNamed) {
+  onnx::ModelProto m = identity_model();
+  m.mutable_opset_import(0)->set_version(18);
+  expect_user_error(load(m).status(), {"opset 18", "ai.onnx", "not supported"});
+}
+
+TEST_F(OnnxImportTest, DomainNotImportedIsAnError) {
+  onnx::ModelProto m = identity_model();
+  m.mutable_opset_import()->RemoveLast();
+  expect_user_error(load(m).status(), {"node 'id'", kTestDomain, "does not import"});
+}
+
+TEST_F(OnnxImportTest, AttributesConvertAndUnknownOnesAreRejected) {
+  onnx::ModelProto m = identity_model();
+  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name("alpha");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(2.5f);
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(std::get<float>(g->find_node("id")->attrs.at("alpha")), 2.5f);
+
+  auto* bad = m.mutable_graph()->mutable_node(0)->add_attribute();
+  bad->set_name("beta");
+  bad->set_type(onnx::AttributeProto::INT);
+  bad->set_i(1);
+  expect_user_error(load(m).status(), {"node 'id'", "attribute 'beta'", "not supported"});
+}
+
+TEST_F(OnnxImportTest, AttributeOfTheWrongTypeIsRejected) {
+  onnx::ModelProto m = identity_model();
+  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name("alpha");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(2);
+  expect_user_error(load(m).status(), {"node 'id'", "attribute 'alpha'", "int", "float"});
+}
+
+TEST_F(OnnxImportTest, GraphAttributesAreUnsupported) {
+  onnx::ModelProto m = identity_model();
+  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name("sub");
+  expect_user_error(load(m).status(), {"node 'id'", "attribute 'body'", "GRAPH", "not supported"});
+}
+
+// ---- tensors -----------------------------------------------------------------------------
+
+TEST_F(OnnxImportTest, TensorClaimingMoreElementsThanItsBytesIsAnError) {
+  onnx::ModelProto m = identity_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("short_raw");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(10);
+  t->set_raw_data(std::string(8, '\0'));  // 2 floats, not 10
+  expect_user_error(load(m).status(), {"initializer 'short_raw'", "40 bytes", "holds 8"});
+
+  onnx::ModelProto m2 = identity_model();
+  add_float_initializer(m2, "short_typed", {3}, {1.0f, 2.0f});
+  expect_user_error(load(m2).status(), {"initializer 'short_typed'", "float_data", "holds 2"});
+}
+
+TEST_F(OnnxImportTest, TrillionElementClaimFailsBeforeAllocating) {
+  onnx::ModelProto m = identity_model();
+  add_float_initializer(m, "huge", {1000000, 1000000}, {1.0f});
+  Status s = load(m).status();
+  expect_user_error(s, {"initializer 'huge'", "1000000000000 elements", "holds 1"});
+  // Had the importer tried to allocate first, the allocation cap would have been the complaint.
+  EXPECT_EQ(s.message().find("allocation cap"), std::string::npos) << s.message();
+
+  onnx::ModelProto raw = identity_model();
+  auto* t = raw.mutable_graph()->add_initializer();
+  t->set_name("huge_raw");
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(1000000);
+  t->add_dims(1000000);
+  t->set_raw_data(std::string(16, '\0'));
+  s = load(raw).status();
+  expect_user_error(s, {"initializer 'huge_raw'", "8000000000000 bytes", "holds 16"});
+  EXPECT_EQ(s.message().find("allocation cap"), std::string::npos) << s.message();
+}
+
+TEST_F(OnnxImportTest, DimsOverflowIsAnError) {
+  onnx::ModelProto m = identity_model();
+  add_float_initializer(m, "overflow", {int64_t{1} << 40, int64_t{1} << 40}, {1.0f});
+  expect_user_error(load(m).status(), {"initializer 'overflow'", "overflows"});
+
+  onnx::ModelProto neg = identity_model();
+  add_float_initializer(neg, "negative", {-3}, {});
+  expect_user_error(load(neg).status(), {"initializer 'negative'", "negative"});
+}
+
+TEST_F(OnnxImportTest, StringTensorsAreUnsupported) {
+  onnx::ModelProto m = identity_model();
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("words");
+  t->set_data_type(onnx::TensorProto::STRING);
+  t->add_dims(1);
+  t->add_string_data("hello");
+  expect_user_error(load(m).status(), {"initializer 'words'", "string", "not supported"});
+}
+
+TEST_F(OnnxImportTest, TypedFieldsOfEveryDtypeConvert) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT8);
+  t.add_dims(3);
+  for (int v : {-128, 5, 127}) t.add_int32_data(v);
+  Result<Tensor> i8 = onnx_import::tensor_from_proto(t, "", "t");
+  ASSERT_TRUE(i8.is_ok()) << i8.status().message();
+  EXPECT_EQ(i8->dtype(), DType::kI8);
+  EXPECT_EQ(i8->to_int_vector(), (std::vector<int64_t>{-128, 5, 127}));
+
+  t.set_data_type(onnx::TensorProto::FLOAT16);
+  t.clear_int32_data();
+  for (int bits : {0x3c00, 0xc000, 0x3800}) t.add_int32_data(bits);  // 1.0, -2.0, 0.5
+  Result<Tensor> f16 = onnx_import::tensor_from_proto(t, "", "t");
+  ASSERT_TRUE(f16.is_ok()) << f16.status().message();
+  EXPECT_EQ(f16->to_float_vector(), (std::vector<float>{1.0f, -2.0f, 0.5f}));
+
+  t.set_data_type(onnx::TensorProto::BOOL);
+  t.clear_int32_data();
+  for (int v : {0, 1, 7}) t.add_int32_data(v);
+  Result<Tensor> b = onnx_import::tensor_from_proto(t, "", "t");
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(b->to_int_vector(), (std::vector<int64_t>{0, 1, 1}));
+
+  onnx::TensorProto u;
+  u.set_data_type(onnx::TensorProto::UINT32);
+  u.add_dims(2);
+  u.add_uint64_data(4000000000u);
+  u.add_uint64_data(7);
+  Result<Tensor> u32 = onnx_import::tensor_from_proto(u, "", "u");
+  ASSERT_TRUE(u32.is_ok()) << u32.status().message();
+  EXPECT_EQ(u32->dtype(), DType::kU32);
+  EXPECT_EQ(u32->data<uint32_t>()[0], 4000000000u);
+
+  onnx::TensorProto d;
+  d.set_data_type(onnx::TensorProto::DOUBLE);
+  d.add_dims(2);
+  double raw[2] = {1.5, -0.25};
+  d.set_raw_data(std::string(reinterpret_cast<const char*>(raw), sizeof raw));
+  Result<Tensor> f64 = onnx_import::tensor_from_proto(d, "", "d");
+  ASSERT_TRUE(f64.is_ok()) << f64.status().message();
+  EXPECT_EQ(f64->get_double(1), -0.25);
+
+  onnx::TensorProto bf;
+  bf.set_data_type(onnx::TensorProto::BFLOAT16);
+  bf.add_dims(1);
+  bf.add_int32_data(0);
+  expect_user_error(onnx_import::tensor_from_proto(bf, "", "tensor 'bf'").status(),
+                    {"tensor 'bf'", "BFLOAT16", "not supported"});
+}
+
+// ---- external data ---------------------------------------------------------------------------
+
+onnx::TensorProto* add_external_initializer(onnx::ModelProto& m, const std::string& name,
+                                            const std::string& location, int64_t count,
+                                            int64_t offset) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(count);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* loc = t->add_external_data();
+  loc->set_key("location");
+  loc->set_value(location);
+  auto* off = t->add_external_data();
+  off->set_key("offset");
+  off->set_value(std::to_string(offset));
+  auto* len = t->add_external_data();
+  len->set_key("length");
+  len->set_value(std::to_string(count * 4));
+  return t;
+}
+
+TEST_F(OnnxImportTest, ExternalDataLoads) {
+  const float values[3] = {1.5f, -2.0f, 3.25f};
+  std::string data(8, 'x');  // 8 junk bytes before the tensor
+  data.append(reinterpret_cast<const char*>(values), sizeof values);
+  fs::create_directories(dir_ / "weights");
+  write_file("weights/w.bin", data);
+  onnx::ModelProto m = identity_model();
+  add_external_initializer(m, "ext", "weights/w.bin", 3, 8);
+  add_output(m, "ext");
+  Result<Graph> g = load_onnx_file(write_model(m));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const Value* ext = g->find_value("ext");
+  ASSERT_NE(ext, nullptr);
+  ASSERT_TRUE(ext->is_constant());
+  EXPECT_EQ(ext->constant()->to_float_vector(), (std::vector<float>{1.5f, -2.0f, 3.25f}));
+  EXPECT_TRUE(ext->is_graph_output());  // an initializer may be a graph output
+}
+
+TEST_F(OnnxImportTest, MissingExternalDataFileIsNamed) {
+  onnx::ModelProto m = identity_model();
+  add_external_initializer(m, "ext", "missing_weights.bin", 3, 0);
+  expect_user_error(load_onnx_file(write_model(m)).status(),
+                    {"initializer 'ext'", "missing_weights.bin", "does not exist"});
+}
+
+TEST_F(OnnxImportTest, ExternalDataRangeBeyondTheFileIsAnError) {
+  write_file("small.bin", std::string(12, '\0'));
+  onnx::ModelProto m = identity_model();
+  add_external_initializer(m, "ext", "small.bin", 3, 4);  // needs bytes [4, 16) of 12
+  expect_user_error(load_onnx_file(write_model(m)).status(),
+                    {"initializer 'ext'", "small.bin", "beyond the end"});
+}
+
+TEST_F(OnnxImportTest, ExternalDataEscapingTheModelDirectoryIsRejected) {
+  write_file("w.bin", std::string(12, '\0'));
+  for (const std::string location : {"../w.bin", "sub/../../w.bin", "..\\w.bin"}) {
+    onnx::ModelProto m = identity_model();
+    add_external_initializer(m, "ext", location, 3, 0);
+    expect_user_error(load_onnx_file(write_model(m)).status(),
+                      {"initializer 'ext'", location, ".."});
+  }
+  onnx::ModelProto m = identity_model();
+  const std::string absolute = (dir_ / "w.bin").string();
+  add_external_initializer(m, "ext", absolute, 3, 0);
+  expect_user_error(load_onnx_file(write_model(m)).status(),
+                    {"initializer 'ext'", absolute, "absolute"});
+}
+
+// ---- graph structure -------------------------------------------------------------------------
+
+TEST_F(OnnxImportTest, SymbolicInputDimsStaySymbolic) {
+  onnx::ModelProto m = base_model();
+  auto* in = m.mutable_graph()->add_input();
+  in->set_name("x");
+  auto* t = in->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::INT64);
+  t->mutable_shape()->add_dim()->set_dim_param("batch");
+  t->mutable_shape()->add_dim()->set_dim_value(3);
+  t->mutable_shape()->add_dim();  // neither value nor param: unknown
+  add_node(m, "TestIdentity", {"x"}, {"y"}, "id");
+  add_output(m, "y");
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const Value* x = g->inputs().at(0);
+  EXPECT_EQ(x->dtype, DType::kI64);
+  ASSERT_TRUE(x->shape.has_value());
+  ASSERT_EQ(x->shape->size(), 3u);
+  EXPECT_TRUE((*x->shape)[0].is_symbolic());
+  EXPECT_EQ((*x->shape)[0].symbol_name(), "batch");
+  EXPECT_EQ((*x->shape)[1], Dim(3));
+  EXPECT_FALSE((*x->shape)[2].is_known());
+  EXPECT_FALSE((*x->shape)[2].is_symbolic());
+  // Shape inference carries the symbol through.
+  EXPECT_EQ(g->outputs()[0]->type_string(), "i64[batch,3,?]");
+}
+
+TEST_F(OnnxImportTest, InputWithoutShapeHasUnknownRank) {
+  onnx::ModelProto m = base_model();
+  auto* in = m.mutable_graph()->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  add_node(m, "TestIdentity", {"x"}, {"y"}, "id");
+  add_output(m, "y");
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_FALSE(g->inputs().at(0)->shape.has_value());
+}
+
+TEST_F(OnnxImportTest, InitializerThatIsAlsoAGraphInputIsAConstant) {
+  onnx::ModelProto m = base_model();
+  add_input(m, "x", {2});
+  add_input(m, "w", {2});
+  add_float_initializer(m, "w", {2}, {4.0f, 5.0f});
+  add_node(m, "TestIdentity", {"w"}, {"y"}, "id");
+  add_output(m, "y");
+  add_output(m, "x");  // a graph input may be a graph output
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->inputs().size(), 1u);
+  EXPECT_EQ(g->inputs()[0]->name(), "x");
+  const Value* w = g->find_value("w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_TRUE(w->is_constant());
+  EXPECT_FALSE(w->is_graph_input());
+  EXPECT_EQ(w->constant()->to_float_vector(), (std::vector<float>{4.0f, 5.0f}));
+  EXPECT_EQ(g->outputs()[1], g->inputs()[0]);
+}
+
+TEST_F(OnnxImportTest, ConstantNodesBecomeConstantValues) {
+  onnx::ModelProto m = base_model();
+  auto* c = add_node(m, "Constant", {}, {"k"}, "c", "");
+  auto* a = c->add_attribute();
+  a->set_name("value_ints");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(7);
+  a->add_ints(-1);
+  add_node(m, "TestIdentity", {"k"}, {"y"}, "id");
+  add_output(m, "y");
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(g->num_nodes(), 1u);
+  const Value* k = g->find_value("k");
+  ASSERT_TRUE(k && k->is_constant());
+  EXPECT_EQ(k->type_string(), "i64[2]");
+  EXPECT_EQ(k->constant()->to_int_vector(), (std::vector<int64_t>{7, -1}));
+}
+
+TEST_F(OnnxImportTest, NodesOutOfOrderAreSortedAndCyclesRejected) {
+  onnx::ModelProto m = base_model();
+  add_input(m, "x", {2});
+  add_node(m, "TestIdentity", {"a"}, {"b"}, "second");
+  add_node(m, "TestIdentity", {"x"}, {"a"}, "first");
+  add_output(m, "b");
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->num_nodes(), 2u);
+  EXPECT_EQ(g->nodes()[0]->name(), "first");
+  EXPECT_EQ(g->nodes()[1]->name(), "second");
+
+  onnx::ModelProto cyc = base_model();
+  add_input(cyc, "x", {2});
+  add_node(cyc, "TestIdentity", {"b"}, {"a"}, "p");
+  add_node(cyc, "TestIdentity", {"a"}, {"b"}, "q");
+  add_output(cyc, "b");
+  expect_user_error(load(cyc).status(), {"cycle", "node 'p'"});
+}
+
+TEST_F(OnnxImportTest, UndefinedNodeInputOrGraphOutputIsNamed) {
+  onnx::ModelProto m = base_model();
+  add_input(m, "x", {2});
+  add_node(m, "TestIdentity", {"ghost"}, {"y"}, "id");
+  add_output(m, "y");
+  expect_user_error(load(m).status(), {"node 'id'", "input 'ghost'"});
+
+  onnx::ModelProto out = identity_model();
+  add_output(out, "nowhere");
+  expect_user_error(load(out).status(), {"graph output 'nowhere'", "not produced"});
+}
+
+TEST_F(OnnxImportTest, SequenceInputsAreUnsupported) {
+  onnx::ModelProto m = base_model();
+  auto* in = m.mutable_graph()->add_input();
+  in->set_name("seq");
+  in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()
+      ->set_elem_type(onnx::TensorProto::FLOAT);
+  add_output(m, "seq");
+  expect_user_error(load(m).status(), {"graph input 'seq'", "sequence", "not supported"});
+}
+
+// ---- canonicalisation ------------------------------------------------------------------------
+
+TEST_F(OnnxImportTest, OldOpsetSqueezeAxesAttributeBecomesAnInput) {
+  onnx::ModelProto m = base_model(11);
+  add_input(m, "x", {1, 3, 1});
+  auto* sq = add_node(m, "Squeeze", {"x"}, {"y"}, "sq", "");
+  auto* axes = sq->add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(0);
+  axes->add_ints(-1);
+  add_output(m, "y");
+  Result<Graph> g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->num_nodes(), 1u);
+  const Node* node = g->nodes()[0];
+  EXPECT_EQ(node->op_type(), "Squeeze");
+  EXPECT_TRUE(node->attrs.empty());
+  ASSERT_EQ(node->inputs().size(), 2u);
+  const Value* axes_value = node->input(1);
+  ASSERT_TRUE(axes_value->is_constant());
+  EXPECT_EQ(axes_value->constant()->type_string(), "i64[2]");
+  EXPECT_EQ(axes_value->constant()->to_int_vector(), (std::vector<int64_t>{0, -1}));
+  EXPECT_EQ(g->outputs()[0]->type_string(), "f32[3]");
+
+  // At opset 13 an axes attribute is not Squeeze's and is rejected.
+  m.mutable_opset_import(0)->set_version(13);
+  expect_user_error(load(m).status(), {"node 'sq'", "attribute 'axes'", "not supported"});
+}
+
+}  // namespace
+}  // namespace opfuse

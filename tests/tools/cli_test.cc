@@ -1,0 +1,179 @@
+// The `opfuse` binary: exit codes (0 ok, 1 user error, 2 internal) and messages naming the
+// culprit, for each command.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "core/npy.h"
+
+namespace opfuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run_cli(const std::string& args) {
+  const std::string command = std::string(OPFUSE_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+class CliTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("opfuse_cli_test_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // y = Relu(x) with x: f32[2,3]; or an op opfuse does not know when `op` says so.
+  std::string write_model(const std::string& name, const std::string& op = "Relu") {
+    onnx::ModelProto model;
+    model.set_ir_version(8);
+    auto* opset = model.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(13);
+    auto* g = model.mutable_graph();
+    g->set_name("g");
+    auto* node = g->add_node();
+    node->set_op_type(op);
+    node->set_name("the_node");
+    node->add_input("x");
+    node->add_output("y:0");
+    for (auto [info, vname] : {std::pair{g->add_input(), "x"}, std::pair{g->add_output(), "y:0"}}) {
+      info->set_name(vname);
+      auto* tt = info->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(onnx::TensorProto::FLOAT);
+      tt->mutable_shape()->add_dim()->set_dim_value(2);
+      tt->mutable_shape()->add_dim()->set_dim_value(3);
+    }
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, HelpAndUsage) {
+  EXPECT_EQ(run_cli("--help").exit_code, 0);
+  for (const char* cmd : {"info", "run", "demo"}) {
+    CommandResult r = run_cli(std::string(cmd) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.output.find(cmd), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(run_cli("").exit_code, 1);
+  EXPECT_EQ(run_cli("no-such-command").exit_code, 1);
+  EXPECT_EQ(run_cli("run --no-such-flag x.onnx").exit_code, 1);
+}
+
+TEST_F(CliTest, InfoPrintsSignatureAndHistogram) {
+  const std::string model = write_model("relu.onnx");
+  CommandResult r = run_cli("info " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("x: f32[2,3]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Relu"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, BadModelFilesAreUserErrorsNamingTheFile) {
+  const std::string missing = (dir_ / "missing.onnx").string();
+  CommandResult r = run_cli("info " + missing);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("missing.onnx"), std::string::npos) << r.output;
+
+  const std::string random = (dir_ / "random.onnx").string();
+  std::string bytes;
+  for (int i = 0; i < 4096; ++i) bytes += static_cast<char>((i * 7919 + 13) % 256);
+  std::ofstream(random, std::ios::binary) << bytes;
+  r = run_cli("run " + random + " --random");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("random.onnx"), std::string::npos) << r.output;
+
+  const std::string good = write_model("good.onnx");
+  std::ifstream in(good, std::ios::binary);
+  std::string full((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string truncated = (dir_ / "truncated.onnx").string();
+  std::ofstream(truncated, std::ios::binary) << full.substr(0, full.size() / 2);
+  r = run_cli("info " + truncated);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("truncated.onnx"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, UnsupportedOpNamesOpAndNode) {
+  const std::string model = write_model("custom.onnx", "FancyUnknownOp");
+  CommandResult r = run_cli("info " + model);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("FancyUnknownOp"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the_node"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, RunReadsAndWritesNpy) {
+  const std::string model = write_model("relu.onnx");
+  const std::string x = (dir_ / "x.npy").string();
+  ASSERT_TRUE(write_npy(x, Tensor::from_vector<float>({2, 3}, {-1, 2, -3, 4, -5, 6})).is_ok());
+  const std::string out = (dir_ / "out").string();
+  CommandResult r = run_cli("run " + model + " --input x=" + x + " --output-dir " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The output is named "y:0": ':' is outside [A-Za-z0-9._-] and becomes '_'.
+  auto y = read_npy((fs::path(out) / "y_0.npy").string());
+  ASSERT_TRUE(y.is_ok()) << y.status().message() << "\n" << r.output;
+  EXPECT_EQ(y->to_float_vector(), (std::vector<float>{0, 2, 0, 4, 0, 6}));
+  // Existing outputs are not overwritten without --force.
+  r = run_cli("run " + model + " --input x=" + x + " --output-dir " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--force"), std::string::npos) << r.output;
+  EXPECT_EQ(run_cli("run " + model + " --input x=" + x + " --output-dir " + out + " --force").exit_code, 0);
+}
+
+TEST_F(CliTest, WrongInputsNameTheInputAndBothTypes) {
+  const std::string model = write_model("relu.onnx");
+  const std::string bad_shape = (dir_ / "bad_shape.npy").string();
+  ASSERT_TRUE(write_npy(bad_shape, Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6})).is_ok());
+  CommandResult r = run_cli("run " + model + " --input x=" + bad_shape);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'x'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("f32[2,3]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("f32[3,2]"), std::string::npos) << r.output;
+
+  const std::string bad_dtype = (dir_ / "bad_dtype.npy").string();
+  ASSERT_TRUE(write_npy(bad_dtype, Tensor::from_vector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6})).is_ok());
+  r = run_cli("run " + model + " --input x=" + bad_dtype);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("i64[2,3]"), std::string::npos) << r.output;
+
+  r = run_cli("run " + model + " --input nosuch=" + bad_dtype);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("nosuch"), std::string::npos) << r.output;
+
+  r = run_cli("run " + model);  // no input given, no --random
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("missing input 'x'"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, DemoRunsAndReportsWhatItDid) {
+  CommandResult r = run_cli("demo --size 64 --runs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Conv"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("probabilities sum to 1.0000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bit-identical: yes"), std::string::npos) << r.output;
+  EXPECT_EQ(run_cli("demo --size 3").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace opfuse
