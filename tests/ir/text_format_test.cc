@@ -415,6 +415,17 @@ TEST_F(TextFormatTest, HugeSplatIsRejectedBeforeAllocating) {
                         "  return %c\n}")
                 .find("overflows"),
             std::string::npos);
+  // The budget covers all constants together.
+  ParseOptions small;
+  small.max_constant_bytes = 1000;
+  const std::string two =
+      "graph @main () {\n  %a: f32[200] = const splat 1\n  %b: f32[200] = const splat 2\n"
+      "  return %a, %b\n}";
+  EXPECT_EQ(parse_error(two, small),
+            "line 3:24: constant f32[200] is larger than ParseOptions::max_constant_bytes (1000 "
+            "bytes, of which 800 are used by earlier constants)");
+  small.max_constant_bytes = 1600;
+  EXPECT_TRUE(parse_graph(two, small).is_ok());
 }
 
 // With the built-in ops: text -> graph that verifies and infers as hand-computed -> same text.
