@@ -37,8 +37,8 @@ struct ParseOptions {
   // kZeros / kPattern.
   enum class Elided { kError, kZeros, kPattern };
   Elided elided_constants = Elided::kError;
-  // Cap on the bytes of any one constant built from `splat` or `elided`, so that hostile text
-  // like `f32[100000,100000] splat 0` is an error instead of a huge allocation.
+  // Cap on the bytes of all constants (and tensor attributes) of the text together, so that
+  // hostile text like `f32[100000,100000] splat 0` is an error instead of a huge allocation.
   int64_t max_constant_bytes = int64_t{256} << 20;
 };
 

@@ -261,17 +261,24 @@ class Parser {
     }
   }
 
-  Result<Tensor> allocate(const Token& at, DType dtype, const std::vector<int64_t>& dims) const {
+  // Allocates constant data within the budget of ParseOptions::max_constant_bytes, which covers
+  // all constants of the text together (a few short lines must not reserve gigabytes).
+  Result<Tensor> allocate(const Token& at, DType dtype, const std::vector<int64_t>& dims) {
     const std::string what = str_cat("constant ", dtype_name(dtype), dims_to_string(dims));
     auto numel = checked_numel(dims, what);
     if (!numel.is_ok()) return error_at(at, numel.status().message());
     const auto limit = static_cast<uint64_t>(std::max<int64_t>(options_.max_constant_bytes, 0));
-    if (static_cast<uint64_t>(*numel) > limit / dtype_size(dtype)) {
-      return error_at(at, str_cat(what, " is larger than ParseOptions::max_constant_bytes (",
-                                  limit, " bytes)"));
+    const uint64_t left = limit - std::min(limit, allocated_bytes_);
+    if (static_cast<uint64_t>(*numel) > left / dtype_size(dtype)) {
+      return error_at(at, str_cat(what, " is larger than ParseOptions::max_constant_bytes (", limit,
+                                  " bytes", allocated_bytes_ ? str_cat(", of which ", allocated_bytes_,
+                                                                       " are used by earlier constants")
+                                                             : std::string(),
+                                  ")"));
     }
     auto t = Tensor::zeros(dtype, dims, what);
     if (!t.is_ok()) return error_at(at, t.status().message());
+    allocated_bytes_ += t->nbytes();
     return std::move(t).value();
   }
 
@@ -595,6 +602,7 @@ class Parser {
   const ParseOptions& options_;
   Graph graph_;
   std::unordered_map<std::string, Token> defined_at_;
+  uint64_t allocated_bytes_ = 0;
 };
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <limits>
 #include <random>
 
+#include "ir/verifier.h"
 #include "ops/registry.h"
+#include "passes/infer_shapes.h"
 
 namespace opfuse {
 namespace {
@@ -413,6 +415,43 @@ TEST_F(TextFormatTest, HugeSplatIsRejectedBeforeAllocating) {
                         "  return %c\n}")
                 .find("overflows"),
             std::string::npos);
+  // The budget covers all constants together.
+  ParseOptions small;
+  small.max_constant_bytes = 1000;
+  const std::string two =
+      "graph @main () {\n  %a: f32[200] = const splat 1\n  %b: f32[200] = const splat 2\n"
+      "  return %a, %b\n}";
+  EXPECT_EQ(parse_error(two, small),
+            "line 3:24: constant f32[200] is larger than ParseOptions::max_constant_bytes (1000 "
+            "bytes, of which 800 are used by earlier constants)");
+  small.max_constant_bytes = 1600;
+  EXPECT_TRUE(parse_graph(two, small).is_ok());
+}
+
+// With the built-in ops: text -> graph that verifies and infers as hand-computed -> same text.
+TEST_F(TextFormatTest, BuiltInOpsParseVerifyAndInfer) {
+  auto g = parse_graph(
+      "graph @main opset 13 (%x: f32[batch,6], %b: f32[6]) {\n"
+      "  %s: i64[2] = const [2, 4]\n"
+      "  %sum = Add(%x, %b)\n"
+      "  %act = LeakyRelu(%sum) {alpha = 0.1}\n"
+      "  %p, %q = Split(%act, %s) {axis = 1}\n"
+      "  return %p, %q\n"
+      "}\n");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  Status verified = verify_graph(*g);
+  ASSERT_TRUE(verified.is_ok()) << verified.message();
+  Status inferred = infer_shapes(*g);
+  ASSERT_TRUE(inferred.is_ok()) << inferred.message();
+  EXPECT_EQ(print_graph(*g),
+            "graph @main opset 13 (%x: f32[batch,6], %b: f32[6]) {\n"
+            "  %s: i64[2] = const [2, 4]\n"
+            "  %sum: f32[batch,6] = Add(%x, %b)\n"
+            "  %act: f32[batch,6] = LeakyRelu(%sum) {alpha = 0.1}\n"
+            "  %p: f32[batch,2], %q: f32[batch,4] = Split(%act, %s) {axis = 1}\n"
+            "  return %p, %q\n"
+            "}\n");
+  expect_round_trip(print_graph(*g));
 }
 
 // Truncations and random mutations of a valid text must parse or fail with a user error, never
