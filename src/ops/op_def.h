@@ -108,6 +108,10 @@ class InferContext {
 class KernelContext {
  public:
   KernelContext(const Node& node, std::vector<const Tensor*> inputs);
+  // With outputs preallocated by a memory plan: allocate_output hands out these buffers
+  // (zero-filled, as a fresh allocation would be) when dtype and dims match.
+  KernelContext(const Node& node, std::vector<const Tensor*> inputs,
+                std::vector<Tensor*> preallocated);
   const Node& node() const { return node_; }
   const AttrReader& attrs() const { return attrs_; }
   size_t num_inputs() const { return inputs_.size(); }
@@ -127,6 +131,7 @@ class KernelContext {
   AttrReader attrs_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  std::vector<Tensor*> preallocated_;
 };
 
 // Builds an elementwise op's scalar expression; it may depend on attributes and on which
