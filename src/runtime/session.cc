@@ -154,6 +154,11 @@ Status Session::check_inputs(const TensorMap& inputs) const {
   return Status::ok();
 }
 
+Result<TensorMap> Session::run_eager_with_stats(const TensorMap& inputs, EagerStats& stats) const {
+  OPFUSE_TRY(check_inputs(inputs));
+  return run_eager(*graph_, inputs, &stats);
+}
+
 Result<TensorMap> Session::run(const TensorMap& inputs) const {
   if (options_.mode == ExecutionMode::kEager) {
     OPFUSE_TRY(check_inputs(inputs));

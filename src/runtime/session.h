@@ -50,6 +50,8 @@ class Session {
   // Checks every input against the signature (names, dtypes, ranks, known dims, and symbolic
   // dims bound consistently across inputs) and runs the model. Safe to call concurrently.
   Result<TensorMap> run(const TensorMap& inputs) const;
+  // Eager mode only: also reports what the run allocated.
+  Result<TensorMap> run_eager_with_stats(const TensorMap& inputs, EagerStats& stats) const;
 
   // Graph mode: the compiled plan for these inputs' shapes (compiled on first use, then cached).
   Result<std::shared_ptr<const CompiledPlan>> plan_for(const TensorMap& inputs) const;
