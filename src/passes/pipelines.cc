@@ -5,7 +5,10 @@ namespace opfuse {
 
 const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o0 = {
-      {{"infer_shapes"}, false, "O0 compiles the graph as given: only static shapes for planning"},
+      {{"infer_shapes"}, false, "O0 compiles the graph as given, apart from what planning needs:"},
+      // Memory is planned from static shapes, so shape sub-graphs (Shape -> Gather -> Concat ->
+      // Reshape) must be evaluated once; nothing else is rewritten.
+      {{"constant_fold", "dce", "infer_shapes"}, true, "evaluate shape arithmetic so every shape is static"},
   };
   static const std::vector<PipelineStage> o1 = {
       {{"infer_shapes"}, false, "canonicalisation needs shapes and dtypes"},

@@ -19,8 +19,12 @@ TEST(PipelineTest, EveryStageNamesRegisteredPasses) {
       for (std::string_view name : stage.passes) EXPECT_NE(find_pass(name), nullptr) << name;
     }
   }
-  ASSERT_EQ(pipeline_for(OptLevel::kO0).size(), 1u);
-  EXPECT_EQ(pipeline_for(OptLevel::kO0)[0].passes, std::vector<std::string_view>{"infer_shapes"});
+  // O0 rewrites nothing but what planning needs: shape arithmetic folded to static shapes.
+  for (const PipelineStage& stage : pipeline_for(OptLevel::kO0)) {
+    for (std::string_view name : stage.passes) {
+      EXPECT_TRUE(name == "infer_shapes" || name == "constant_fold" || name == "dce") << name;
+    }
+  }
   for (const char* pass : {"dce", "constant_fold", "cse", "simplify", "fold_batchnorm"}) {
     bool in_o1 = false;
     for (const PipelineStage& stage : pipeline_for(OptLevel::kO1)) {
