@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
+#include "testing/zoo.h"
 #include "frontend/onnx/importer.h"
 #include "runtime/session.h"
 
@@ -21,32 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path zoo_dir() {
-  if (const char* d = std::getenv("OPFUSE_ZOO_DIR")) return d;
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/tmp") / ".cache/opfuse/zoo";
-}
-
-std::string zoo_tier() {
-  const char* t = std::getenv("OPFUSE_ZOO_TIER");
-  return t ? t : "tiny";
-}
-
-nlohmann::json load_manifest() {
-  std::ifstream in(zoo_dir() / "manifest.json");
-  if (!in) return nlohmann::json::object();
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-std::vector<std::string> models_in_tier() {
-  std::vector<std::string> names;
-  const nlohmann::json manifest = load_manifest();
-  if (!manifest.is_object()) return names;
-  for (const auto& [name, entry] : manifest.items()) {
-    if (entry.value("tier", "") == zoo_tier()) names.push_back(name);
-  }
-  return names;
-}
+using testing_zoo::zoo_dir;
+using testing_zoo::zoo_tier;
+using testing_zoo::models_in_tier;
+using testing_zoo::load_manifest;
 
 TEST(ZooManifestTest, TierHasEveryModelFamily) {
   const std::vector<std::string> names = models_in_tier();

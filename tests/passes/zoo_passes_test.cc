@@ -2,7 +2,7 @@
 // OPFUSE_ZOO_TIER says otherwise): the rewritten graph verifies after every pass, runs eagerly
 // to the same outputs as the original (max abs diff <= 1e-4 of the max abs output), and has the
 // node counts the pass promises. The outputs of the original graph are the reference, so this
-// checks the rewrites, not the kernels (tests/e2e/zoo_eager_test.cc checks those against PyTorch).
+// checks the rewrites, not the kernels (tests/e2e/zoo_test.cc checks those against PyTorch).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
+#include "testing/zoo.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pass.h"
 #include "runtime/eager.h"
@@ -22,32 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path zoo_dir() {
-  if (const char* d = std::getenv("OPFUSE_ZOO_DIR")) return d;
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/tmp") / ".cache/opfuse/zoo";
-}
-
-std::string zoo_tier() {
-  const char* t = std::getenv("OPFUSE_ZOO_TIER");
-  return t ? t : "tiny";
-}
-
-nlohmann::json manifest() {
-  std::ifstream in(zoo_dir() / "manifest.json");
-  if (!in) return nlohmann::json::object();
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-std::vector<std::string> models_in_tier() {
-  std::vector<std::string> names;
-  const nlohmann::json m = manifest();
-  if (!m.is_object()) return names;
-  for (const auto& [name, entry] : m.items()) {
-    if (entry.value("tier", "") == zoo_tier()) names.push_back(name);
-  }
-  return names;
-}
+using testing_zoo::zoo_dir;
+using testing_zoo::zoo_tier;
+using testing_zoo::models_in_tier;
+inline nlohmann::json manifest() { return testing_zoo::load_manifest(); }
 
 int count_op(const Graph& g, const std::string& op) {
   int n = 0;
