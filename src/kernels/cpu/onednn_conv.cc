@@ -62,12 +62,12 @@ std::optional<ConvGeometry> conv_geometry(const KernelCompileContext& ctx, bool 
     if (!dim.is_ok() || dim->out != g.y[2 + i]) return std::nullopt;
     const int64_t extent = (k - 1) * d + 1;
     // oneDNN derives the output size from the pads, so the end pad is whatever makes its
-    // formula give the node's output size (for ConvTranspose that folds output_padding and
-    // output_shape in). A negative pad (output_shape larger than the full output) is left to
-    // the reference kernel.
+    // formula give the node's output size: for ConvTranspose that folds output_padding and
+    // output_shape in, and goes negative when they extend the output past the end pad
+    // (oneDNN's deconvolution handles that; the tests cover it against the reference).
     const int64_t pad_r = transpose ? (in - 1) * s + extent - dim->pad_begin - dim->out
                                     : dim->pad_end;
-    if (pad_r < 0 || dim->pad_begin < 0) return std::nullopt;
+    if ((!transpose && pad_r < 0) || dim->pad_begin < 0) return std::nullopt;
     if (!transpose && (in + dim->pad_begin + pad_r - extent) / s + 1 != dim->out) {
       return std::nullopt;
     }
