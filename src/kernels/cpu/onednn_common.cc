@@ -1,0 +1,199 @@
+#include "kernels/cpu/onednn_common.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <unordered_map>
+
+namespace opfuse::onednn {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// A growing, 64-byte aligned buffer owned by one thread: the scratchpad and the temporaries of
+// internal reorders of every run on that thread are carved out of it.
+class ThreadScratch {
+ public:
+  ~ThreadScratch() { std::free(data_); }
+  void* reserve(size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      size_ = round_up(bytes);
+      data_ = std::aligned_alloc(kAlign, size_);
+      if (data_ == nullptr) size_ = 0;
+    }
+    return data_;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
+  return dnnl::memory(md, cpu_engine(), const_cast<void*>(data));
+}
+
+}  // namespace
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+std::optional<Dims> static_f32_dims(const Value* value) {
+  if (value == nullptr || value->dtype != DType::kF32 || !value->shape) return std::nullopt;
+  return static_dims(*value->shape);
+}
+
+Dims row_major_strides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+dnnl::memory::desc plain_desc(const Dims& dims) {
+  return strided_desc(dims, row_major_strides(dims));
+}
+
+dnnl::memory::desc strided_desc(const Dims& dims, const Dims& strides) {
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+dnnl::memory::desc any_desc(const Dims& dims) {
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+}
+
+dnnl::memory pack(const dnnl::memory::desc& from, const void* data, const dnnl::memory::desc& to) {
+  dnnl::memory src = wrap(from, data);
+  dnnl::memory dst(to, cpu_engine());  // owns its buffer
+  dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
+  thread_stream().wait();
+  return dst;
+}
+
+dnnl::primitive_attr make_attr(const dnnl::post_ops& ops) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+void add_layout_reorders(PrimitivePlan& plan, const dnnl::memory::desc& plain_src,
+                         const dnnl::memory::desc& pd_src, const dnnl::memory::desc& plain_dst,
+                         const dnnl::memory::desc& pd_dst) {
+  auto make = [](const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                 const dnnl::memory::desc& temp) {
+    dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to, make_attr());
+    return InternalReorder{dnnl::reorder(pd), temp, pd.scratchpad_desc()};
+  };
+  if (pd_src != plain_src) plan.src_reorder = make(plain_src, pd_src, pd_src);
+  if (pd_dst != plain_dst) plan.dst_reorder = make(pd_dst, plain_dst, pd_dst);
+}
+
+Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& node,
+                                            const std::function<PrimitivePlan()>& build) {
+  try {
+    return std::unique_ptr<Kernel>(std::make_unique<OneDnnKernel>(name, node, build()));
+  } catch (const dnnl::error& e) {
+    return Status::internal_error(
+        str_cat(node.describe(), ": oneDNN kernel ", name, " could not be created: ", e.what()));
+  }
+}
+
+std::string OneDnnKernel::impl_info() const {
+  const_dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_primitive_get_primitive_desc(plan_.prim.get(), &pd) != dnnl_success) return "";
+  const char* info = nullptr;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) != dnnl_success) return "";
+  return info ? info : "";
+}
+
+Status OneDnnKernel::run(std::span<const Tensor* const> inputs,
+                         std::span<Tensor* const> outputs) const {
+  // The primitive was built for the compile-time shapes; a buffer of any other shape would be
+  // read out of bounds, so check rather than trust the memory plan.
+  auto check = [&](const Tensor* t, const Dims& dims, const char* what, size_t index) -> Status {
+    if (t == nullptr || t->dtype() != DType::kF32 || t->dims() != dims) {
+      return Status::internal_error(str_cat(node_.describe(), ": ", name_, " was compiled for ",
+                                            what, " ", index, " f32", dims_to_string(dims),
+                                            " but got ", t ? t->type_string() : "nothing"));
+    }
+    return Status::ok();
+  };
+  if (outputs.empty()) return Status::internal_error(str_cat(node_.describe(), ": no output"));
+  OPFUSE_TRY(check(outputs[0], plan_.dst_dims, "output", 0));
+  std::unordered_map<int, dnnl::memory> args;
+  for (const Binding& b : plan_.bindings) {
+    if (b.input < 0) {
+      args.emplace(b.arg, b.constant);
+      continue;
+    }
+    const size_t i = static_cast<size_t>(b.input);
+    OPFUSE_TRY(check(i < inputs.size() ? inputs[i] : nullptr, b.dims, "input", i));
+    args.emplace(b.arg, wrap(b.md, inputs[i]->raw_data()));
+  }
+
+  // One per-thread block holds the scratchpad and the reorder temporaries.
+  // The primitive and the reorders run one after another, so they share the scratchpad.
+  size_t pad_bytes = round_up(plan_.scratchpad.get_size());
+  for (const auto* r : {&plan_.src_reorder, &plan_.dst_reorder}) {
+    if (*r) pad_bytes = std::max(pad_bytes, round_up((*r)->scratchpad.get_size()));
+  }
+  const size_t src_bytes = plan_.src_reorder ? round_up(plan_.src_reorder->md.get_size()) : 0;
+  const size_t dst_bytes = plan_.dst_reorder ? round_up(plan_.dst_reorder->md.get_size()) : 0;
+  char* block = static_cast<char*>(thread_scratch().reserve(pad_bytes + src_bytes + dst_bytes));
+  if (block == nullptr && pad_bytes + src_bytes + dst_bytes > 0) {
+    return Status::user_error(str_cat(node_.describe(), ": out of memory for ",
+                                      pad_bytes + src_bytes + dst_bytes, " scratch bytes"));
+  }
+  dnnl::stream& stream = thread_stream();
+  try {
+    auto with_scratchpad = [&](std::unordered_map<int, dnnl::memory> a,
+                               const dnnl::memory::desc& md) {
+      if (md.get_size() > 0) a.emplace(DNNL_ARG_SCRATCHPAD, wrap(md, block));
+      return a;
+    };
+    if (plan_.scratchpad.get_size() > 0) {
+      args.emplace(DNNL_ARG_SCRATCHPAD, wrap(plan_.scratchpad, block));
+    }
+    dnnl::memory dst = wrap(plan_.dst_md, outputs[0]->raw_data());
+    if (plan_.src_reorder) {
+      dnnl::memory plain = args.at(DNNL_ARG_SRC);
+      dnnl::memory blocked = wrap(plan_.src_reorder->md, block + pad_bytes);
+      plan_.src_reorder->prim.execute(
+          stream, with_scratchpad({{DNNL_ARG_FROM, plain}, {DNNL_ARG_TO, blocked}},
+                                  plan_.src_reorder->scratchpad));
+      args[DNNL_ARG_SRC] = blocked;
+    }
+    if (plan_.dst_reorder) {
+      args.emplace(DNNL_ARG_DST, wrap(plan_.dst_reorder->md, block + pad_bytes + src_bytes));
+    } else {
+      args.emplace(DNNL_ARG_DST, dst);
+    }
+    plan_.prim.execute(stream, args);
+    if (plan_.dst_reorder) {
+      plan_.dst_reorder->prim.execute(
+          stream, with_scratchpad({{DNNL_ARG_FROM, args.at(DNNL_ARG_DST)}, {DNNL_ARG_TO, dst}},
+                                  plan_.dst_reorder->scratchpad));
+    }
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return Status::internal_error(
+        str_cat(node_.describe(), ": oneDNN ", name_, " failed: ", e.what()));
+  }
+  return Status::ok();
+}
+
+}  // namespace opfuse::onednn

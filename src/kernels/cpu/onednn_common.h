@@ -1,0 +1,117 @@
+// Shared plumbing of the oneDNN kernels (kernels/cpu/onednn_*.cc): the CPU engine, memory
+// descriptors for our row-major tensors, weight packing, and OneDnnKernel, the one Kernel class
+// every oneDNN op uses. An op's create() only describes a primitive and how its arguments bind
+// to the node's inputs; running, argument checking and per-thread scratch live here.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace opfuse::onednn {
+
+using Dims = std::vector<int64_t>;
+
+// The process-wide CPU engine (created on first use; thread-safe).
+const dnnl::engine& cpu_engine();
+
+// The static dims of a node value when it is f32 with a fully known shape, else nullopt.
+std::optional<Dims> static_f32_dims(const Value* value);
+
+// f32 memory descriptors: row-major over `dims`, or with explicit element strides.
+dnnl::memory::desc plain_desc(const Dims& dims);
+dnnl::memory::desc strided_desc(const Dims& dims, const Dims& strides);
+dnnl::memory::desc any_desc(const Dims& dims);
+// Row-major strides of `dims`.
+Dims row_major_strides(const Dims& dims);
+
+// Copies constant data laid out as `from` into a new buffer laid out as `to` (a primitive's
+// preferred weights layout). Done once at kernel creation; the result is shared read-only.
+dnnl::memory pack(const dnnl::memory::desc& from, const void* data, const dnnl::memory::desc& to);
+
+// Attributes every primitive of ours is created with: a user-provided scratchpad (so that one
+// primitive can run from several threads at once) and the given post-ops (empty today; fused
+// epilogues will add to it).
+dnnl::primitive_attr make_attr(const dnnl::post_ops& ops = dnnl::post_ops());
+
+// Runs `make` and turns a dnnl::error into nullopt: primitive creation fails for shapes or
+// attributes oneDNN has no implementation for, which means "not supported", not a bug.
+template <typename T>
+std::optional<T> try_dnnl(const std::function<T()>& make) {
+  try {
+    return make();
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+// Where one primitive argument comes from at run time.
+struct Binding {
+  int arg = 0;                // DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, ...
+  int input = -1;             // the node input holding the data, or -1 for `constant`
+  Dims dims;                  // the tensor's dims (checked at run time)
+  dnnl::memory::desc md;      // how the primitive sees that buffer (may reshape/transpose it)
+  dnnl::memory constant;      // pre-packed data when input < 0
+};
+
+// A reorder done inside the kernel around the primitive: activations kept in plain layout by
+// the graph but fed to the primitive in its preferred (blocked) layout.
+struct InternalReorder {
+  dnnl::reorder prim;
+  dnnl::memory::desc md;          // the primitive-side layout (a per-thread temporary)
+  dnnl::memory::desc scratchpad;  // the reorder's own scratchpad (usually empty)
+};
+
+struct PrimitivePlan {
+  dnnl::primitive prim;
+  dnnl::memory::desc scratchpad;
+  std::vector<Binding> bindings;  // every argument except DNNL_ARG_DST
+  Dims dst_dims;                  // output 0's dims
+  dnnl::memory::desc dst_md;      // how the primitive sees output 0
+  // Set when the primitive wants src (input 0) / dst in another layout than the plain one.
+  std::optional<InternalReorder> src_reorder, dst_reorder;
+};
+
+// The Kernel of every oneDNN op. Shared state (primitive, packed weights) is read-only after
+// creation; each run wraps its buffers in fresh dnnl::memory objects and uses a per-thread
+// stream and scratch buffer, so concurrent runs on different buffers are safe.
+class OneDnnKernel final : public Kernel {
+ public:
+  OneDnnKernel(std::string_view name, const Node& node, PrimitivePlan plan)
+      : name_(name), node_(node), plan_(std::move(plan)) {}
+  Status run(std::span<const Tensor* const> inputs,
+             std::span<Tensor* const> outputs) const override;
+  std::string_view name() const override { return name_; }
+  // The primitive's implementation ("brgconv:avx512_core"), for tests and profiles.
+  std::string impl_info() const;
+
+ private:
+  std::string_view name_;
+  const Node& node_;
+  PrimitivePlan plan_;
+};
+
+// Fills the plan's scratchpad descriptor and primitive from a primitive descriptor.
+template <typename Primitive>
+void set_primitive(PrimitivePlan& plan, const typename Primitive::primitive_desc& pd) {
+  plan.scratchpad = pd.scratchpad_desc();
+  plan.prim = Primitive(pd);
+}
+
+// Given the pd chosen for the primitive, adds reorders so input 0 / output 0 stay plain even
+// when the pd's src/dst layout differs from `plain_src` / `plain_dst`.
+void add_layout_reorders(PrimitivePlan& plan, const dnnl::memory::desc& plain_src,
+                         const dnnl::memory::desc& pd_src, const dnnl::memory::desc& plain_dst,
+                         const dnnl::memory::desc& pd_dst);
+
+// Wraps a finished plan into a kernel; catches dnnl errors raised while building it.
+Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& node,
+                                            const std::function<PrimitivePlan()>& build);
+
+}  // namespace opfuse::onednn

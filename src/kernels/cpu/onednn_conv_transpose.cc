@@ -1,0 +1,97 @@
+#include "kernels/cpu/onednn_conv_transpose.h"
+
+#include "kernels/cpu/onednn_conv.h"
+
+namespace opfuse::onednn {
+namespace {
+
+PrimitivePlan build_deconv_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
+                                const dnnl::post_ops& post_ops) {
+  using dnnl::deconvolution_forward;
+  const int64_t c = g.x[1], mg = g.w[1], cg = c / g.group, m = mg * g.group;
+  const Dims kernel(g.w.begin() + 2, g.w.end());
+  int64_t k_size = 1;
+  for (int64_t k : kernel) k_size *= k;
+  // ONNX stores W as [C, M/g, k...] = [g, C/g, M/g, k...]; oneDNN indexes deconvolution weights
+  // as [g, M/g (out), C/g (in), k...], so describe ONNX's buffer with swapped strides.
+  Dims w_dims = {mg, cg}, w_strides = {k_size, mg * k_size};
+  if (g.group > 1) {
+    w_dims.insert(w_dims.begin(), g.group);
+    w_strides.insert(w_strides.begin(), cg * mg * k_size);
+  }
+  const Dims k_strides = row_major_strides(kernel);
+  w_dims.insert(w_dims.end(), kernel.begin(), kernel.end());
+  w_strides.insert(w_strides.end(), k_strides.begin(), k_strides.end());
+
+  const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+  const dnnl::memory::desc b_md = g.has_bias ? plain_desc({m}) : dnnl::memory::desc();
+  const dnnl::primitive_attr attr = make_attr(post_ops);
+  auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+    const auto desc = g.has_bias
+        ? deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::deconvolution_direct, src,
+                                      any_desc(w_dims), b_md, dst, g.strides, g.dilations,
+                                      g.pad_l, g.pad_r)
+        : deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::deconvolution_direct, src,
+                                      any_desc(w_dims), dst, g.strides, g.dilations, g.pad_l,
+                                      g.pad_r);
+    return deconvolution_forward::primitive_desc(desc, attr, cpu_engine());
+  };
+  deconvolution_forward::primitive_desc pd = make_pd(x_md, y_md);
+  // As for Conv: prefer the blocked direct kernels over GEMM-based ones on plain layouts.
+  const std::string plain_impl = pd.impl_info_str();
+  if (plain_impl.find("gemm") != std::string::npos || plain_impl.find("ref") != std::string::npos) {
+    auto blocked = try_dnnl<deconvolution_forward::primitive_desc>(
+        [&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
+    if (blocked && std::string(blocked->impl_info_str()).find("ref") == std::string::npos) {
+      pd = *blocked;
+    }
+  }
+
+  PrimitivePlan plan;
+  set_primitive<deconvolution_forward>(plan, pd);
+  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
+  plan.dst_dims = g.y;
+  plan.dst_md = y_md;
+  plan.bindings.push_back({DNNL_ARG_SRC, 0, g.x, x_md, {}});
+  plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
+                           pack(strided_desc(w_dims, w_strides), ctx.constants[1]->raw_data(),
+                                pd.weights_desc())});
+  if (g.has_bias) {
+    const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
+    if (b != nullptr) {
+      plan.bindings.push_back({DNNL_ARG_BIAS, -1, {m}, b_md, pack(b_md, b->raw_data(), b_md)});
+    } else {
+      plan.bindings.push_back({DNNL_ARG_BIAS, 2, {m}, b_md, {}});
+    }
+  }
+  return plan;
+}
+
+bool deconv_supports(const KernelCompileContext& ctx) {
+  const auto g = conv_geometry(ctx, true);
+  if (!g) return false;
+  return try_dnnl<bool>([&] {
+           build_deconv_plan(ctx, *g, dnnl::post_ops());
+           return true;
+         }).has_value();
+}
+
+Result<std::unique_ptr<Kernel>> deconv_create(const KernelCompileContext& ctx) {
+  const auto g = conv_geometry(ctx, true);
+  if (!g) {
+    return Status::internal_error(
+        str_cat(ctx.node.describe(), ": not an onednn.conv_transpose node"));
+  }
+  return make_kernel("onednn.conv_transpose", ctx.node,
+                     [&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); });
+}
+
+}  // namespace
+
+KernelImpl onednn_conv_transpose_kernel() {
+  return {"onednn.conv_transpose", "ConvTranspose", deconv_supports, deconv_create};
+}
+
+}  // namespace opfuse::onednn

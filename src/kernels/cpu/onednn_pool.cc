@@ -1,0 +1,145 @@
+#include "kernels/cpu/onednn_pool.h"
+
+#include <string>
+
+#include "kernels/cpu/onednn_common.h"
+#include "ops/nn_common.h"
+
+namespace opfuse::onednn {
+namespace {
+
+struct PoolGeometry {
+  dnnl::algorithm algo = dnnl::algorithm::pooling_max;
+  Dims x, y, strides, kernel, dilations, pad_l, pad_r;
+};
+
+// True when every window along an axis has at least one tap inside the input. A window that
+// lies entirely in the padding has no defined value in oneDNN (the reference gives -inf / 0).
+bool every_window_sees_input(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d,
+                             int64_t pad_l) {
+  for (int64_t o = 0; o < out; ++o) {
+    bool seen = false;
+    for (int64_t t = 0; t < k && !seen; ++t) {
+      const int64_t i = o * s - pad_l + t * d;
+      seen = i >= 0 && i < in;
+    }
+    if (!seen) return false;
+  }
+  return true;
+}
+
+std::optional<PoolGeometry> window_pool_geometry(const KernelCompileContext& ctx, bool is_max) {
+  const Node& node = ctx.node;
+  // MaxPool's Indices output is not something oneDNN's inference pooling produces.
+  if (node.outputs().empty() || node.output(1) != nullptr) return std::nullopt;
+  const auto x = static_f32_dims(node.input(0));
+  const auto y = static_f32_dims(node.output(0));
+  if (!x || !y || x->size() < 3 || x->size() > 5 || y->size() != x->size()) return std::nullopt;
+  if ((*y)[0] != (*x)[0] || (*y)[1] != (*x)[1]) return std::nullopt;
+  const AttrReader attrs(node);
+  const size_t spatial = x->size() - 2;
+  auto wa = read_window_attrs(attrs, spatial, std::nullopt, is_max, node.describe());
+  if (!wa.is_ok()) return std::nullopt;
+  const bool ceil_mode = attrs.get_int("ceil_mode") != 0;
+  const bool include_pad = !is_max && attrs.get_int("count_include_pad") != 0;
+  PoolGeometry g;
+  g.algo = is_max ? dnnl::algorithm::pooling_max
+                  : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                : dnnl::algorithm::pooling_avg_exclude_padding;
+  g.x = *x, g.y = *y;
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t in = g.x[2 + i], k = wa->kernel[i], s = wa->strides[i], d = wa->dilations[i];
+    auto dim = window_dim(*wa, i, in, ceil_mode, node.describe());
+    if (!dim.is_ok() || dim->out != g.y[2 + i]) return std::nullopt;
+    const int64_t extent = (k - 1) * d + 1;
+    // oneDNN's output size is floor((in + pads - extent) / s) + 1: ceil_mode's extra window
+    // is expressed as extra end padding.
+    const int64_t needed = (dim->out - 1) * s + extent - in - dim->pad_begin;
+    int64_t pad_r = dim->pad_end;
+    if (needed > pad_r) {
+      // oneDNN would count the extra padding in the divisor; the reference does not.
+      if (include_pad) return std::nullopt;
+      pad_r = needed;
+    }
+    if ((in + dim->pad_begin + pad_r - extent) / s + 1 != dim->out) return std::nullopt;
+    if (!every_window_sees_input(in, dim->out, k, s, d, dim->pad_begin)) return std::nullopt;
+    g.strides.push_back(s);
+    g.kernel.push_back(k);
+    g.dilations.push_back(d - 1);
+    g.pad_l.push_back(dim->pad_begin);
+    g.pad_r.push_back(pad_r);
+  }
+  return g;
+}
+
+std::optional<PoolGeometry> global_pool_geometry(const KernelCompileContext& ctx, bool is_max) {
+  const Node& node = ctx.node;
+  if (node.outputs().size() != 1) return std::nullopt;
+  const auto x = static_f32_dims(node.input(0));
+  const auto y = static_f32_dims(node.output(0));
+  if (!x || !y || x->size() < 3 || x->size() > 5 || y->size() != x->size()) return std::nullopt;
+  PoolGeometry g;
+  g.algo = is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+  g.x = *x, g.y = *y;
+  if (g.y[0] != g.x[0] || g.y[1] != g.x[1]) return std::nullopt;
+  for (size_t i = 2; i < g.x.size(); ++i) {
+    if (g.y[i] != 1 || g.x[i] < 1) return std::nullopt;
+    g.kernel.push_back(g.x[i]);
+    g.strides.push_back(1);
+    g.dilations.push_back(0);
+    g.pad_l.push_back(0);
+    g.pad_r.push_back(0);
+  }
+  return g;
+}
+
+PrimitivePlan build_pool_plan(const PoolGeometry& g) {
+  using dnnl::pooling_v2_forward;
+  const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+  const pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, g.algo, x_md, y_md,
+                                      g.strides, g.kernel, g.dilations, g.pad_l, g.pad_r);
+  const pooling_v2_forward::primitive_desc pd(desc, make_attr(), cpu_engine());
+  PrimitivePlan plan;
+  set_primitive<pooling_v2_forward>(plan, pd);
+  plan.dst_dims = g.y;
+  plan.dst_md = y_md;
+  plan.bindings.push_back({DNNL_ARG_SRC, 0, g.x, x_md, {}});
+  return plan;
+}
+
+template <std::optional<PoolGeometry> (*Geometry)(const KernelCompileContext&, bool), bool kMax>
+bool pool_supports(const KernelCompileContext& ctx) {
+  const auto g = Geometry(ctx, kMax);
+  return g && try_dnnl<bool>([&] {
+                build_pool_plan(*g);
+                return true;
+              }).has_value();
+}
+
+template <std::optional<PoolGeometry> (*Geometry)(const KernelCompileContext&, bool), bool kMax>
+Result<std::unique_ptr<Kernel>> pool_create(const KernelCompileContext& ctx) {
+  const auto g = Geometry(ctx, kMax);
+  if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.pool node"));
+  return make_kernel("onednn.pool", ctx.node, [&] { return build_pool_plan(*g); });
+}
+
+}  // namespace
+
+KernelImpl onednn_max_pool_kernel() {
+  return {"onednn.pool", "MaxPool", pool_supports<window_pool_geometry, true>,
+          pool_create<window_pool_geometry, true>};
+}
+KernelImpl onednn_average_pool_kernel() {
+  return {"onednn.pool", "AveragePool", pool_supports<window_pool_geometry, false>,
+          pool_create<window_pool_geometry, false>};
+}
+KernelImpl onednn_global_average_pool_kernel() {
+  return {"onednn.pool", "GlobalAveragePool", pool_supports<global_pool_geometry, false>,
+          pool_create<global_pool_geometry, false>};
+}
+KernelImpl onednn_global_max_pool_kernel() {
+  return {"onednn.pool", "GlobalMaxPool", pool_supports<global_pool_geometry, true>,
+          pool_create<global_pool_geometry, true>};
+}
+
+}  // namespace opfuse::onednn
