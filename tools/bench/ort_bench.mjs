@@ -9,7 +9,8 @@
 // Errors go to stderr with a non-zero exit code (the harness records them).
 
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -189,7 +190,12 @@ async function main() {
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
-main().catch((e) => {
-  process.stderr.write(`ort_bench: error: ${e && e.stack ? e.stack : e}\n`);
-  process.exit(1);
-});
+// Run only as a script, so tests can import readNpy.
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().catch((e) => {
+    // The stack first; the last line (which the harness quotes) is the message itself.
+    if (e && e.stack) process.stderr.write(`${e.stack}\n`);
+    process.stderr.write(`ort_bench: error: ${e && e.message ? e.message : e}\n`);
+    process.exit(1);
+  });
+}

@@ -60,6 +60,8 @@ def parse_args(argv):
     ap.add_argument("--markdown", help="markdown file whose '<!-- bench:begin -->' section is regenerated")
     ap.add_argument("--label", help="free text stored with the results and printed above the tables")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    ap.add_argument("--render", metavar="JSON", help="only re-render the markdown of an earlier result file "
+                    "(prints it; with --markdown also updates that file)")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.threads < 1 or args.iters < 1 or args.warmup < 0:
         ap.error("--rounds, --threads and --iters must be >= 1, --warmup >= 0")
@@ -211,6 +213,13 @@ def rotate(items, r):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.render:
+        with open(args.render) as f:
+            text = bench_report.render_markdown(json.load(f))
+        print(text)
+        if args.markdown:
+            bench_report.update_markdown_file(args.markdown, text)
+        return 0
     manifest_path = os.path.join(args.zoo, "manifest.json")
     if not os.path.isfile(manifest_path):
         sys.exit(f"run_bench: no {manifest_path}; generate the zoo with /usr/bin/python3 tools/zoo/make_zoo.py")

@@ -77,6 +77,14 @@ def check_outputs(np, zoo, entry, result):
                 outputs=per_output)
 
 
+def build_info(torch):
+    """What this torch computes with: a generic-BLAS build is slow at Linear/MatMul."""
+    config = torch.__config__.show()
+    blas = next((part.split("=", 1)[1] for part in config.replace(",", " ").split() if part.startswith("BLAS_INFO=")),
+                None)
+    return dict(blas_info=blas, mkldnn=torch.backends.mkldnn.is_available(), mkl=torch.backends.mkl.is_available())
+
+
 def cache_path(cache, model, chash):
     return os.path.join(cache, f"{model}-{chash}.pt")
 
@@ -147,7 +155,8 @@ def bench(args, np, torch):
                   torch_threads=torch.get_num_threads(), iters=args.iters, warmup=args.warmup,
                   median_ms=median, min_ms=s[0], p90_ms=p90, mean_ms=sum(times) / n, times_ms=times,
                   load_ms=load_ms, peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  rss_before_load_bytes=rss_before_load, arena_bytes=None, kernels=None, check=check)
+                  rss_before_load_bytes=rss_before_load, arena_bytes=None, kernels=None, check=check,
+                  build=build_info(torch))
     print(json.dumps(result))
     return 0 if check["ok"] else 3
 
