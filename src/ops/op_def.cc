@@ -1,5 +1,7 @@
 #include "ops/op_def.h"
 
+#include <cstring>
+
 namespace opfuse {
 
 std::string_view fusion_kind_name(FusionKind kind) {
@@ -94,10 +96,22 @@ Status InferContext::error(const std::string& message) const {
 KernelContext::KernelContext(const Node& node, std::vector<const Tensor*> inputs)
     : node_(node), attrs_(node), inputs_(std::move(inputs)), outputs_(node.outputs().size()) {}
 
+KernelContext::KernelContext(const Node& node, std::vector<const Tensor*> inputs,
+                             std::vector<Tensor*> preallocated)
+    : KernelContext(node, std::move(inputs)) {
+  preallocated_ = std::move(preallocated);
+}
+
 Result<Tensor*> KernelContext::allocate_output(size_t i, DType dtype, std::vector<int64_t> dims) {
   if (i >= outputs_.size()) {
     return Status::internal_error(str_cat(node_.describe(), ": kernel wrote output ", i,
                                           " but the node has ", outputs_.size()));
+  }
+  if (i < preallocated_.size() && preallocated_[i] != nullptr &&
+      preallocated_[i]->dtype() == dtype && preallocated_[i]->dims() == dims) {
+    outputs_[i] = *preallocated_[i];
+    std::memset(outputs_[i].raw_data(), 0, outputs_[i].nbytes());
+    return &outputs_[i];
   }
   OPFUSE_ASSIGN_OR_RETURN(
       outputs_[i], Tensor::zeros(dtype, std::move(dims), str_cat(node_.describe(), " output ", i)));

@@ -34,6 +34,9 @@ struct OpTraits {
   bool idempotent = false;   // f(f(x)) == f(x)
   bool inplace = false;      // output 0 may reuse input 0's buffer when it dies
   bool reads_shape_only = false;  // output depends on input shapes, not values (Shape)
+  // Output 0 is input 0's bytes under other dims (Reshape, Squeeze, Identity ...): a compiled
+  // plan aliases the buffers instead of running a kernel.
+  bool output_is_view = false;
   bool has_side_effects = false;  // never removed or folded
 };
 
@@ -108,6 +111,10 @@ class InferContext {
 class KernelContext {
  public:
   KernelContext(const Node& node, std::vector<const Tensor*> inputs);
+  // With outputs preallocated by a memory plan: allocate_output hands out these buffers
+  // (zero-filled, as a fresh allocation would be) when dtype and dims match.
+  KernelContext(const Node& node, std::vector<const Tensor*> inputs,
+                std::vector<Tensor*> preallocated);
   const Node& node() const { return node_; }
   const AttrReader& attrs() const { return attrs_; }
   size_t num_inputs() const { return inputs_.size(); }
@@ -127,6 +134,7 @@ class KernelContext {
   AttrReader attrs_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  std::vector<Tensor*> preallocated_;
 };
 
 // Builds an elementwise op's scalar expression; it may depend on attributes and on which

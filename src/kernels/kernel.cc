@@ -1,0 +1,56 @@
+#include "kernels/kernel.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "ops/op_def.h"
+#include "ops/reference.h"
+
+namespace opfuse {
+namespace {
+
+// Runs the reference kernel with the outputs preallocated: kernels that allocate through
+// KernelContext::allocate_output get the planned buffer directly; outputs a kernel produced as
+// views of its inputs (Reshape) are copied into place.
+class ReferenceKernel final : public Kernel {
+ public:
+  explicit ReferenceKernel(const Node& node) : node_(node) {}
+
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
+    KernelContext ctx(node_, std::vector<const Tensor*>(inputs.begin(), inputs.end()),
+                      std::vector<Tensor*>(outputs.begin(), outputs.end()));
+    const OpDef& def = node_.def();
+    OPFUSE_TRY(def.reference ? def.reference(ctx) : run_scalar_expr_kernel(ctx));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i] == nullptr) continue;
+      const Tensor& produced = ctx.outputs()[i];
+      if (produced.raw_data() == outputs[i]->raw_data()) continue;
+      if (produced.dtype() != outputs[i]->dtype() || produced.dims() != outputs[i]->dims()) {
+        return Status::internal_error(str_cat(node_.describe(), ": output ", i, " is ",
+                                              produced.type_string(), " but was planned as ",
+                                              outputs[i]->type_string()));
+      }
+      std::memcpy(outputs[i]->raw_data(), produced.raw_data(), produced.nbytes());
+    }
+    return Status::ok();
+  }
+  std::string_view name() const override { return "reference"; }
+
+ private:
+  const Node& node_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_reference_kernel(const Node& node) {
+  return std::make_unique<ReferenceKernel>(node);
+}
+
+Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx) {
+  for (const KernelImpl& impl : all_kernels()) {
+    if (impl.op_type == ctx.node.op_type() && impl.supports(ctx)) return impl.create(ctx);
+  }
+  return make_reference_kernel(ctx.node);
+}
+
+}  // namespace opfuse

@@ -1,0 +1,58 @@
+// Compiled kernels: what graph mode runs. A kernel is created once per node at compile time
+// (when shapes are static and constant inputs such as weights are known, so it can pre-pack
+// them) and then run many times on buffers the memory plan assigned. Selection is a table
+// lookup (kernel_list.cc), never a switch over op names; a node with no optimised kernel runs
+// its reference kernel through ReferenceKernel.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace opfuse {
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // `inputs`: one per node input (nullptr for omitted optional inputs; constants included).
+  // `outputs`: preallocated with their final dtype and dims; the kernel writes into them.
+  // Must be safe to call from several threads at once with different buffers.
+  virtual Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
+  // The implementation's name, for profiles ("onednn.conv", "reference").
+  virtual std::string_view name() const = 0;
+  // Whether output 0 may share input 0's buffer (the memory plan reuses it when input 0 dies
+  // here). Only kernels that read each element before writing it may say yes.
+  virtual bool can_run_in_place() const { return false; }
+};
+
+// Everything known at compile time about the node a kernel is created for.
+struct KernelCompileContext {
+  const Node& node;
+  // The constant data of each input (weights), or nullptr when the input is computed at run time.
+  std::vector<const Tensor*> constants;
+  int threads = 1;
+};
+
+// One optimised implementation of one op type.
+struct KernelImpl {
+  std::string_view name;     // "onednn.conv"
+  std::string_view op_type;  // "Conv"
+  // Whether this implementation handles this node (dtypes, attributes, constant weights ...).
+  bool (*supports)(const KernelCompileContext& ctx);
+  Result<std::unique_ptr<Kernel>> (*create)(const KernelCompileContext& ctx);
+};
+
+// Every optimised kernel (kernels/kernel_list.cc). Earlier entries win for the same op.
+const std::vector<KernelImpl>& all_kernels();
+
+// The first optimised implementation supporting the node, else the reference kernel.
+Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx);
+
+// Runs a node's reference kernel (ops/reference.h) writing into the preallocated outputs.
+std::unique_ptr<Kernel> make_reference_kernel(const Node& node);
+
+}  // namespace opfuse

@@ -1,0 +1,89 @@
+#include <ostream>
+
+#include "ir/text_format.h"
+#include "ir/verifier.h"
+#include "passes/pass.h"
+
+namespace opfuse {
+
+const PassDef* find_pass(std::string_view name) {
+  for (const PassDef& p : all_passes()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string_view opt_level_name(OptLevel level) {
+  switch (level) {
+    case OptLevel::kO0: return "O0";
+    case OptLevel::kO1: return "O1";
+    case OptLevel::kO2: return "O2";
+    case OptLevel::kO3: return "O3";
+  }
+  return "?";
+}
+
+Result<OptLevel> parse_opt_level(std::string_view name) {
+  for (OptLevel l : {OptLevel::kO0, OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
+    if (opt_level_name(l) == name) return l;
+  }
+  return Status::user_error(str_cat("unknown optimisation level '", name, "' (valid: O0, O1, O2, O3)"));
+}
+
+namespace {
+
+std::string valid_pass_names() {
+  std::string names;
+  for (const PassDef& p : all_passes()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
+}
+
+Result<bool> run_one(const PassDef& pass, Graph& graph, const PipelineOptions& options,
+                     PassContext& context) {
+  OPFUSE_ASSIGN_OR_RETURN(bool changed, pass.run(graph, context));
+  if (options.verify_after_each) {
+    Status s = verify_graph(graph);
+    if (!s.is_ok()) {
+      return Status::internal_error(str_cat("pass ", pass.name, " left an invalid graph: ", s.message()));
+    }
+  }
+  if (options.print_after_all && changed) {
+    *options.print_after_all << "// ----- after " << pass.name << " -----\n"
+                             << print_graph(graph) << "\n";
+  }
+  return changed;
+}
+
+}  // namespace
+
+Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options,
+                    PassContext& context) {
+  std::vector<PipelineStage> stages;
+  if (options.passes) {
+    for (const std::string& name : *options.passes) {
+      if (!find_pass(name)) {
+        return Status::user_error(str_cat("unknown pass '", name, "' (valid: ", valid_pass_names(), ")"));
+      }
+    }
+    PipelineStage custom{{}, false, "--passes"};
+    for (const std::string& name : *options.passes) custom.passes.push_back(find_pass(name)->name);
+    stages.push_back(std::move(custom));
+  } else {
+    stages = pipeline_for(level);
+  }
+  for (const PipelineStage& stage : stages) {
+    for (int iteration = 0; iteration < std::max(1, options.max_iterations); ++iteration) {
+      bool changed = false;
+      for (std::string_view name : stage.passes) {
+        const PassDef* pass = find_pass(name);
+        if (pass == nullptr) return Status::internal_error(str_cat("pipeline names unknown pass ", name));
+        OPFUSE_ASSIGN_OR_RETURN(bool c, run_one(*pass, graph, options, context));
+        changed = changed || c;
+      }
+      if (!stage.to_fixpoint || !changed) break;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace opfuse

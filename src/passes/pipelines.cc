@@ -1,0 +1,29 @@
+// The pipeline of each optimisation level: a table of stages, each with why it is there.
+#include "passes/pass.h"
+
+namespace opfuse {
+
+const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
+  static const std::vector<PipelineStage> o0 = {
+      {{"infer_shapes"}, false, "O0 compiles the graph as given: only static shapes for planning"},
+  };
+  static const std::vector<PipelineStage> o1 = {
+      {{"infer_shapes"}, false, "canonicalisation needs shapes and dtypes"},
+      // Folding exposes simplifications (a Reshape whose shape became constant), simplifying
+      // exposes duplicates and dead nodes, and merging exposes more folds: loop until stable.
+      {{"constant_fold", "simplify", "cse", "dce"}, true,
+       "canonicalise: fold constants and shape arithmetic, local rules, merge duplicates, drop dead code"},
+      // After canonicalisation, so BN parameters computed from constants are constants by now.
+      {{"fold_batchnorm", "dce"}, false, "fold inference BatchNormalization into its Conv/Gemm/MatMul"},
+      {{"infer_shapes"}, false, "refresh shapes for planning after the rewrites"},
+  };
+  switch (level) {
+    case OptLevel::kO0: return o0;
+    case OptLevel::kO1:
+    case OptLevel::kO2:  // filled by the fusion work; until then the O1 pipeline
+    case OptLevel::kO3: return o1;
+  }
+  return o0;
+}
+
+}  // namespace opfuse
