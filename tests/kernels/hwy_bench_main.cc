@@ -80,7 +80,7 @@ int main() {
     Node* node = g.add_node(b.op, vals, {"y"}, b.attrs).value();
     g.add_output(node->output(0));
     if (!infer_shapes(g).is_ok()) return 1;
-    KernelCompileContext ctx{*node};
+    KernelCompileContext ctx{*node, {}, 1};
     for (const Value* v : node->inputs()) ctx.constants.push_back(v->constant());
     auto hwy = create_kernel(ctx).value();
     auto ref = make_reference_kernel(*node);

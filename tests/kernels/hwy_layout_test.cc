@@ -1,5 +1,6 @@
 // Highway-file element movers (Transpose, Expand, Slice, Concat, Gather) against the reference
-// kernels. They only copy elements, so the results must be bit-identical (tolerance 0).
+// kernels. They only copy elements, so the results must be bit-identical (tolerance 0). Resize
+// linear blends in float where the reference uses double: 1e-5 relative + 1e-6 absolute.
 #include "hwy_test_util.h"
 
 namespace opfuse::hwy_test {
@@ -23,7 +24,7 @@ TEST(HwyLayout, Transpose) {
                                            {{1}, {0}},
                                            {{6, 1, 9}, {2, 1, 0}},
                                            {{300, 257}, {1, 0}}}) {
-    SCOPED_TRACE(dims_to_string(t.x) + " perm " + dims_to_string(t.perm));
+    SCOPED_TRACE(str_cat(dims_to_string(t.x), " perm ", dims_to_string(t.perm)));
     Attributes attrs;
     if (!t.perm.empty()) attrs["perm"] = AttrValue(t.perm);
     check_against_reference(*make_case("Transpose", {In{t.x}}, attrs), "hwy.transpose", 0, 0);
@@ -82,6 +83,53 @@ TEST(HwyLayout, Gather) {
   const Status st = run_kernel(*k, *c, out);
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("out of range"), std::string::npos) << st.message();
+}
+
+TEST(HwyLayout, Resize) {
+  const Tensor empty = Tensor::zeros(DType::kF32, {0}).value();
+  auto scales = [&](std::vector<float> s) {
+    return std::vector<In>{In{{}, DType::kF32, empty}, In{{4}, DType::kF32, Tensor::from_vector<float>({4}, s)}};
+  };
+  struct RCase {
+    const char* mode;
+    const char* coord;
+    const char* nearest;
+    std::vector<int64_t> x;
+    std::vector<float> scales;    // or
+    std::vector<int64_t> sizes;
+  };
+  for (const RCase& t : std::vector<RCase>{
+           {"nearest", "asymmetric", "floor", {1, 3, 5, 7}, {1, 1, 2, 2}, {}},
+           {"nearest", "half_pixel", "round_prefer_floor", {2, 2, 6, 4}, {1, 1, 1.5f, 3}, {}},
+           {"nearest", "tf_half_pixel_for_nn", "floor", {1, 2, 5, 5}, {1, 1, 0.6f, 2}, {}},
+           {"linear", "half_pixel", "round_prefer_floor", {1, 3, 5, 7}, {1, 1, 2, 2}, {}},
+           {"linear", "align_corners", "round_prefer_floor", {2, 3, 4, 9}, {}, {2, 3, 7, 5}},
+           {"linear", "pytorch_half_pixel", "round_prefer_floor", {1, 4, 8, 8}, {}, {1, 4, 3, 1}},
+           {"linear", "asymmetric", "round_prefer_floor", {1, 64, 40, 40}, {1, 1, 2, 2}, {}}}) {
+    SCOPED_TRACE(str_cat(t.mode, " ", t.coord, " ", dims_to_string(t.x)));
+    std::vector<In> ins = {In{t.x}};
+    if (!t.scales.empty()) {
+      for (In& i : scales(t.scales)) ins.push_back(i);
+    } else {
+      ins.push_back(In{{}, DType::kF32, empty});
+      ins.push_back(In{{}, DType::kF32, empty});
+      ins.push_back(const_ints(t.sizes));
+    }
+    Attributes attrs = {{"mode", AttrValue(std::string(t.mode))},
+                        {"coordinate_transformation_mode", AttrValue(std::string(t.coord))},
+                        {"nearest_mode", AttrValue(std::string(t.nearest))}};
+    check_against_reference(*make_case("Resize", ins, attrs), "hwy.resize", 1e-5, 1e-6);
+  }
+  // tf_half_pixel_for_nn with round_prefer_ceil remaps the channels too (0.5 -> 1): declined.
+  auto remap = scales({1, 1, 2, 2});
+  remap.insert(remap.begin(), In{{1, 2, 4, 4}});
+  EXPECT_EQ(compile(*make_case("Resize", remap, {{"coordinate_transformation_mode", AttrValue(std::string("tf_half_pixel_for_nn"))},
+                                                 {"nearest_mode", AttrValue(std::string("round_prefer_ceil"))}}))->name(),
+            "reference");
+  // Cubic is declined.
+  auto cubic = scales({1, 1, 2, 2});
+  cubic.insert(cubic.begin(), In{{1, 1, 4, 4}});
+  EXPECT_EQ(compile(*make_case("Resize", cubic, {{"mode", AttrValue(std::string("cubic"))}}))->name(), "reference");
 }
 
 }  // namespace

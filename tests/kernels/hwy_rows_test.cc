@@ -23,7 +23,7 @@ TEST(HwyRows, SoftmaxAndLogSoftmax) {
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     const std::string name = std::string(op) == "Softmax" ? "hwy.softmax" : "hwy.log_softmax";
     for (const auto& dims : shapes) {
-      SCOPED_TRACE(std::string(op) + " " + dims_to_string(dims));
+      SCOPED_TRACE(str_cat(op, " ", dims_to_string(dims)));
       check_against_reference(*make_case(op, {In{dims, DType::kF32, {}, -20, 20}}), name);
     }
     // Large logits: exp would overflow without the max shift.
@@ -94,7 +94,7 @@ TEST(HwyRows, Reductions) {
       {"ReduceMax", {2, 9, 17}, {1}, 0},      {"ReduceMin", {1, 1, 1}, {2}, 1},
       {"ReduceSum", {64, 1024}, {1}, 1},      {"ReduceMean", {1, 64, 56, 56}, {2, 3}, 1}};
   for (const RCase& t : cases) {
-    SCOPED_TRACE(std::string(t.op) + " " + dims_to_string(t.x));
+    SCOPED_TRACE(str_cat(t.op, " ", dims_to_string(t.x)));
     Attributes attrs = {{"keepdims", AttrValue(t.keepdims)}};
     std::vector<In> ins = {In{t.x}};
     if (std::string(t.op) == "ReduceSum") {

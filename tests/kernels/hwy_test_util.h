@@ -16,6 +16,9 @@
 namespace opfuse::hwy_test {
 
 struct In {
+  In(std::vector<int64_t> d, DType t = DType::kF32, std::optional<Tensor> c = std::nullopt, double l = -3,
+     double h = 3, std::optional<std::vector<float>> v = std::nullopt)
+      : dims(std::move(d)), dtype(t), constant(std::move(c)), lo(l), hi(h), values(std::move(v)) {}
   std::vector<int64_t> dims;
   DType dtype = DType::kF32;
   std::optional<Tensor> constant;  // a graph constant (visible to the kernel at compile time)
@@ -38,11 +41,11 @@ inline std::unique_ptr<Case> make_case(const std::string& op, std::vector<In> in
   for (size_t i = 0; i < ins.size(); ++i) {
     In& in = ins[i];
     if (in.constant) {
-      values.push_back(c->graph.add_constant("c" + std::to_string(i), *in.constant));
+      values.push_back(c->graph.add_constant(str_cat("c", i), *in.constant));
       c->inputs.push_back(*in.constant);
       continue;
     }
-    values.push_back(c->graph.add_input("x" + std::to_string(i), in.dtype, make_shape(in.dims)));
+    values.push_back(c->graph.add_input(str_cat("x", i), in.dtype, make_shape(in.dims)));
     Tensor t = Tensor::zeros(in.dtype, in.dims).value();
     if (in.values) {
       for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = (*in.values)[k % in.values->size()];
@@ -52,7 +55,7 @@ inline std::unique_ptr<Case> make_case(const std::string& op, std::vector<In> in
     c->inputs.push_back(t);
   }
   std::vector<std::string> outs(num_outputs);
-  for (int i = 0; i < num_outputs; ++i) outs[i] = "y" + std::to_string(i);
+  for (int i = 0; i < num_outputs; ++i) outs[i] = str_cat("y", i);
   auto node = c->graph.add_node(op, values, outs, std::move(attrs));
   EXPECT_TRUE(node.is_ok()) << node.status().message();
   c->node = node.value();
@@ -77,7 +80,7 @@ inline Status run_kernel(const Kernel& k, const Case& c, std::vector<Tensor>& ou
 }
 
 inline std::unique_ptr<Kernel> compile(const Case& c) {
-  KernelCompileContext ctx{*c.node};
+  KernelCompileContext ctx{*c.node, {}, 1};
   for (const Value* v : c.node->inputs()) ctx.constants.push_back(v ? v->constant() : nullptr);
   auto k = create_kernel(ctx);
   EXPECT_TRUE(k.is_ok()) << k.status().message();
@@ -117,7 +120,7 @@ inline std::vector<Tensor> check_against_reference(const Case& c, const std::str
   st = run_kernel(*make_reference_kernel(*c.node), c, want);
   EXPECT_TRUE(st.is_ok()) << st.message();
   for (size_t i = 0; i < got.size(); ++i) {
-    expect_close(got[i], want[i], rel, abs, c.node->describe() + " output " + std::to_string(i));
+    expect_close(got[i], want[i], rel, abs, str_cat(c.node->describe(), " output ", i));
   }
   return got;
 }

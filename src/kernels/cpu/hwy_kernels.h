@@ -5,7 +5,8 @@
 // Files, one per concept: hwy_elementwise.cc (every op with a ScalarExpr), hwy_softmax.cc
 // (Softmax, LogSoftmax, LayerNormalization), hwy_reduce.cc (ReduceSum/Mean/Max/Min over trailing
 // axes), hwy_layout.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
-// hwy_math-inl.h (vector exp/log/tanh/erf with IEEE fix-ups).
+// hwy_resize.cc (Resize nearest/linear over H,W of NCHW), hwy_math-inl.h (vector
+// exp/log/tanh/erf with IEEE fix-ups).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,7 @@ std::vector<KernelImpl> elementwise_kernels();
 std::vector<KernelImpl> softmax_kernels();
 std::vector<KernelImpl> reduce_kernels();
 std::vector<KernelImpl> layout_kernels();
+std::vector<KernelImpl> resize_kernels();
 
 }  // namespace hwy_cpu
 }  // namespace opfuse

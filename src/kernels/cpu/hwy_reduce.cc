@@ -88,20 +88,20 @@ void RowsT(const float* x, float* y, size_t rows, size_t n) {
 }
 
 template <RKind K>
-void ColsT(const float* x, float* y, size_t count, size_t inner) {
+void ColsT(const float* x, float* y, size_t count, size_t inner, size_t stride) {
   const DF d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
   const float scale = 1.0f / static_cast<float>(count);
   for (; i + N <= inner; i += N) {
     VF acc = hn::Set(d, Identity<K>());
-    for (size_t j = 0; j < count; ++j) acc = Combine<K>(acc, hn::LoadU(d, x + j * inner + i));
+    for (size_t j = 0; j < count; ++j) acc = Combine<K>(acc, hn::LoadU(d, x + j * stride + i));
     if (K == RKind::kMean) acc = hn::Mul(acc, hn::Set(d, scale));
     hn::StoreU(acc, d, y + i);
   }
   for (; i < inner; ++i) {
     float acc = Identity<K>();
-    for (size_t j = 0; j < count; ++j) acc = CombineScalar<K>(acc, x[j * inner + i]);
+    for (size_t j = 0; j < count; ++j) acc = CombineScalar<K>(acc, x[j * stride + i]);
     if (K == RKind::kMean) acc *= scale;
     y[i] = acc;
   }
@@ -116,12 +116,13 @@ void ReduceRows(int kind, const float* x, float* y, size_t rows, size_t n) {
   }
 }
 
-void ReduceCols(int kind, const float* x, float* y, size_t count, size_t inner) {
+// y[i] = combine over j of x[j * stride + i], for i < width.
+void ReduceCols(int kind, const float* x, float* y, size_t count, size_t width, size_t stride) {
   switch (static_cast<RKind>(kind)) {
-    case RKind::kSum: return ColsT<RKind::kSum>(x, y, count, inner);
-    case RKind::kMean: return ColsT<RKind::kMean>(x, y, count, inner);
-    case RKind::kMax: return ColsT<RKind::kMax>(x, y, count, inner);
-    case RKind::kMin: return ColsT<RKind::kMin>(x, y, count, inner);
+    case RKind::kSum: return ColsT<RKind::kSum>(x, y, count, width, stride);
+    case RKind::kMean: return ColsT<RKind::kMean>(x, y, count, width, stride);
+    case RKind::kMax: return ColsT<RKind::kMax>(x, y, count, width, stride);
+    case RKind::kMin: return ColsT<RKind::kMin>(x, y, count, width, stride);
   }
 }
 
@@ -174,7 +175,7 @@ class ReduceKernel final : public Kernel {
         for (int64_t cb = 0; cb < col_blocks; ++cb) {
           const int64_t c0 = cb * cols;
           HWY_DYNAMIC_DISPATCH(ReduceCols)(k, x + o * p.count * p.inner + c0, y + o * p.inner + c0,
-                                           p.count, std::min(cols, p.inner - c0));
+                                           p.count, std::min(cols, p.inner - c0), p.inner);
         }
       }
     }
