@@ -34,6 +34,9 @@ struct OpTraits {
   bool idempotent = false;   // f(f(x)) == f(x)
   bool inplace = false;      // output 0 may reuse input 0's buffer when it dies
   bool reads_shape_only = false;  // output depends on input shapes, not values (Shape)
+  // Output 0 is input 0's bytes under other dims (Reshape, Squeeze, Identity ...): a compiled
+  // plan aliases the buffers instead of running a kernel.
+  bool output_is_view = false;
   bool has_side_effects = false;  // never removed or folded
 };
 

@@ -380,6 +380,7 @@ OpDef view_op(std::string name, int min_inputs, int max_inputs, InferFn infer, K
   def.infer = infer;
   def.reference = reference;
   def.summary = std::move(summary);
+  def.traits.output_is_view = true;
   return def;
 }
 
@@ -414,6 +415,7 @@ std::vector<OpDef> tensor_shape_ops() {
                         "the input's dims [start, end) as an i64 tensor");
   shape.kind = FusionKind::kOpaque;
   shape.traits.reads_shape_only = true;
+  shape.traits.output_is_view = false;
   shape.attrs = {{"start", AttrType::kInt, AttrValue(int64_t{0})},
                  {"end", AttrType::kInt, std::nullopt}};
   ops.push_back(std::move(shape));
@@ -421,6 +423,7 @@ std::vector<OpDef> tensor_shape_ops() {
   OpDef size = view_op("Size", 1, 1, infer_size, run_size, "the input's element count as an i64 scalar");
   size.kind = FusionKind::kOpaque;
   size.traits.reads_shape_only = true;
+  size.traits.output_is_view = false;
   ops.push_back(std::move(size));
   return ops;
 }

@@ -7,6 +7,14 @@ namespace opfuse {
 const std::vector<PassDef>& all_passes() {
   static const std::vector<PassDef> passes = {
       {"infer_shapes", "shape and dtype inference over the whole graph", run_infer_shapes_pass},
+      {"dce", "removes unused side-effect-free nodes and unused constants", run_dce_pass},
+      {"constant_fold", "evaluates nodes of constants (and Shape/Size of static shapes) at compile time",
+       run_constant_fold_pass},
+      {"cse", "merges identical nodes on identical inputs, and equal small constants", run_cse_pass},
+      {"simplify", "local algebraic rules: identities, neutral elements, chains of Transpose/Reshape/Cast",
+       run_simplify_pass},
+      {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
+       run_fold_batchnorm_pass},
   };
   return passes;
 }

@@ -6,5 +6,10 @@
 namespace opfuse {
 
 Result<bool> run_infer_shapes_pass(Graph& graph, PassContext& context);
+Result<bool> run_dce_pass(Graph& graph, PassContext& context);            // dce.cc
+Result<bool> run_constant_fold_pass(Graph& graph, PassContext& context);  // constant_fold.cc
+Result<bool> run_cse_pass(Graph& graph, PassContext& context);            // cse.cc
+Result<bool> run_simplify_pass(Graph& graph, PassContext& context);       // simplify.cc
+Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fold_batchnorm.cc
 
 }  // namespace opfuse

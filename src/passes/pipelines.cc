@@ -5,10 +5,20 @@ namespace opfuse {
 
 const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o0 = {
-      {{"infer_shapes"}, false, "O0 compiles the graph as given: only static shapes for planning"},
+      {{"infer_shapes"}, false, "O0 compiles the graph as given, apart from what planning needs:"},
+      // Memory is planned from static shapes, so shape sub-graphs (Shape -> Gather -> Concat ->
+      // Reshape) must be evaluated once; nothing else is rewritten.
+      {{"constant_fold", "dce", "infer_shapes"}, true, "evaluate shape arithmetic so every shape is static"},
   };
   static const std::vector<PipelineStage> o1 = {
       {{"infer_shapes"}, false, "canonicalisation needs shapes and dtypes"},
+      // Folding exposes simplifications (a Reshape whose shape became constant), simplifying
+      // exposes duplicates and dead nodes, and merging exposes more folds: loop until stable.
+      {{"constant_fold", "simplify", "cse", "dce"}, true,
+       "canonicalise: fold constants and shape arithmetic, local rules, merge duplicates, drop dead code"},
+      // After canonicalisation, so BN parameters computed from constants are constants by now.
+      {{"fold_batchnorm", "dce"}, false, "fold inference BatchNormalization into its Conv/Gemm/MatMul"},
+      {{"infer_shapes"}, false, "refresh shapes for planning after the rewrites"},
   };
   switch (level) {
     case OptLevel::kO0: return o0;

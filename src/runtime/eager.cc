@@ -1,5 +1,6 @@
 #include "runtime/eager.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ops/op_def.h"
@@ -7,7 +8,9 @@
 
 namespace opfuse {
 
-Result<TensorMap> run_eager(const Graph& graph, const TensorMap& inputs) {
+Result<TensorMap> run_eager(const Graph& graph, const TensorMap& inputs, EagerStats* stats) {
+  EagerStats local;
+  int64_t live_bytes = 0;
   std::unordered_map<const Value*, Tensor> live;
   std::unordered_map<const Value*, size_t> remaining_uses;
   for (Value* v : graph.values()) remaining_uses[v] = v->uses().size();
@@ -35,12 +38,26 @@ Result<TensorMap> run_eager(const Graph& graph, const TensorMap& inputs) {
       args.push_back(t);
     }
     OPFUSE_ASSIGN_OR_RETURN(std::vector<Tensor> outs, run_reference(*node, std::move(args)));
-    for (size_t i = 0; i < node->outputs().size(); ++i) live[node->output(i)] = std::move(outs[i]);
+    ++local.kernels;
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      const int64_t bytes = static_cast<int64_t>(outs[i].nbytes());
+      local.allocated_bytes += bytes;
+      live_bytes += bytes;
+      live[node->output(i)] = std::move(outs[i]);
+    }
+    local.peak_live_bytes = std::max(local.peak_live_bytes, live_bytes);
     // Free intermediates after their last use, as a real eager runtime would.
     for (const Value* in : node->inputs()) {
-      if (in && !in->is_graph_output() && --remaining_uses[in] == 0) live.erase(in);
+      if (in && !in->is_graph_output() && --remaining_uses[in] == 0) {
+        auto it = live.find(in);
+        if (it != live.end()) {
+          live_bytes -= static_cast<int64_t>(it->second.nbytes());
+          live.erase(it);
+        }
+      }
     }
   }
+  if (stats) *stats = local;
   TensorMap outputs;
   for (Value* out : graph.outputs()) {
     const Tensor* t = lookup(out);

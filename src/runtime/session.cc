@@ -1,10 +1,28 @@
 #include "runtime/session.h"
 
 #include <map>
+#include <mutex>
 
 #include "ir/verifier.h"
+#include "passes/infer_shapes.h"
 
 namespace opfuse {
+
+// Compiled plans by input dims: a model with symbolic dims is compiled once per shape it meets.
+struct Session::PlanCache {
+  std::mutex mutex;
+  std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const CompiledPlan>> plans;
+};
+
+std::string_view execution_mode_name(ExecutionMode mode) {
+  return mode == ExecutionMode::kEager ? "eager" : "graph";
+}
+
+Result<ExecutionMode> parse_execution_mode(std::string_view name) {
+  if (name == "eager") return ExecutionMode::kEager;
+  if (name == "graph") return ExecutionMode::kGraph;
+  return Status::user_error(str_cat("unknown mode '", name, "' (valid: eager, graph)"));
+}
 
 std::string TensorSignature::to_string() const {
   return str_cat(name, ": ", dtype_name(dtype), shape ? shape_to_string(*shape) : "[*]");
@@ -22,7 +40,64 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
     session.outputs_.push_back({v->name(), v->dtype, v->shape});
   }
   session.graph_ = std::make_shared<const Graph>(std::move(graph));
+  session.plans_ = std::make_shared<PlanCache>();
+  // A model with static inputs is compiled now, so errors and compile time surface here.
+  if (options.mode == ExecutionMode::kGraph) {
+    std::vector<Shape> shapes;
+    bool all_static = true;
+    for (const auto& sig : session.inputs_) {
+      all_static = all_static && sig.shape && is_static(*sig.shape);
+      if (sig.shape) shapes.push_back(*sig.shape);
+    }
+    if (all_static) {
+      OPFUSE_ASSIGN_OR_RETURN(auto plan, session.compile_for(shapes));
+      std::vector<std::vector<int64_t>> key;
+      for (const Shape& s : shapes) key.push_back(*static_dims(s));
+      session.plans_->plans[key] = std::move(plan);
+    }
+  }
   return session;
+}
+
+Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes) const {
+  Graph graph = graph_->clone();
+  for (size_t i = 0; i < graph.inputs().size(); ++i) graph.inputs()[i]->shape = input_shapes[i];
+  // Values inferred for the symbolic signature are recomputed for these concrete shapes.
+  for (Value* v : graph.values()) {
+    if (v->producer() != nullptr) v->shape.reset();
+  }
+  for (Value* out : graph.outputs()) {
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (outputs_[i].name == out->name()) out->shape = outputs_[i].shape;
+    }
+  }
+  OPFUSE_TRY(infer_shapes(graph));
+  PassContext context;
+  OPFUSE_TRY(run_pipeline(graph, options_.level, options_.pipeline, context));
+  OPFUSE_TRY(verify_graph(graph));
+  CompileOptions compile;
+  compile.threads = options_.threads;
+  OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
+  return std::shared_ptr<const CompiledPlan>(std::move(plan));
+}
+
+Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& inputs) const {
+  OPFUSE_TRY(check_inputs(inputs));
+  std::vector<std::vector<int64_t>> key;
+  std::vector<Shape> shapes;
+  for (const auto& sig : inputs_) {
+    key.push_back(inputs.at(sig.name).dims());
+    shapes.push_back(make_shape(key.back()));
+  }
+  {
+    std::lock_guard lock(plans_->mutex);
+    auto it = plans_->plans.find(key);
+    if (it != plans_->plans.end()) return it->second;
+  }
+  // Compiled outside the lock; if two threads race, both compile and the first result is kept.
+  OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes));
+  std::lock_guard lock(plans_->mutex);
+  return plans_->plans.try_emplace(key, std::move(plan)).first->second;
 }
 
 Status Session::check_inputs(const TensorMap& inputs) const {
@@ -79,9 +154,18 @@ Status Session::check_inputs(const TensorMap& inputs) const {
   return Status::ok();
 }
 
-Result<TensorMap> Session::run(const TensorMap& inputs) const {
+Result<TensorMap> Session::run_eager_with_stats(const TensorMap& inputs, EagerStats& stats) const {
   OPFUSE_TRY(check_inputs(inputs));
-  return run_eager(*graph_, inputs);
+  return run_eager(*graph_, inputs, &stats);
+}
+
+Result<TensorMap> Session::run(const TensorMap& inputs) const {
+  if (options_.mode == ExecutionMode::kEager) {
+    OPFUSE_TRY(check_inputs(inputs));
+    return run_eager(*graph_, inputs);
+  }
+  OPFUSE_ASSIGN_OR_RETURN(auto plan, plan_for(inputs));
+  return plan->run(inputs);
 }
 
 }  // namespace opfuse

@@ -10,16 +10,24 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/pass.h"
+#include "runtime/compiled_plan.h"
 #include "runtime/eager.h"
 
 namespace opfuse {
 
 enum class ExecutionMode {
-  kEager,  // node by node with the reference kernels (graph mode arrives with the compiler)
+  kEager,  // node by node with the reference kernels: the oracle and the baseline
+  kGraph,  // compiled once per input shape (passes of `level`, kernels, memory plan), run many times
 };
+std::string_view execution_mode_name(ExecutionMode mode);
+Result<ExecutionMode> parse_execution_mode(std::string_view name);
 
 struct SessionOptions {
-  ExecutionMode mode = ExecutionMode::kEager;
+  ExecutionMode mode = ExecutionMode::kGraph;
+  OptLevel level = OptLevel::kO1;
+  int threads = 0;  // 0: OpenMP's default (all cores)
+  PipelineOptions pipeline;  // --print-after-all, --passes
 };
 
 // The name, dtype and (possibly symbolic) shape of a model input or output.
@@ -42,14 +50,23 @@ class Session {
   // Checks every input against the signature (names, dtypes, ranks, known dims, and symbolic
   // dims bound consistently across inputs) and runs the model. Safe to call concurrently.
   Result<TensorMap> run(const TensorMap& inputs) const;
+  // Eager mode only: also reports what the run allocated.
+  Result<TensorMap> run_eager_with_stats(const TensorMap& inputs, EagerStats& stats) const;
+
+  // Graph mode: the compiled plan for these inputs' shapes (compiled on first use, then cached).
+  Result<std::shared_ptr<const CompiledPlan>> plan_for(const TensorMap& inputs) const;
+  const SessionOptions& options() const { return options_; }
 
  private:
+  struct PlanCache;
   Status check_inputs(const TensorMap& inputs) const;
+  Result<std::shared_ptr<const CompiledPlan>> compile_for(const std::vector<Shape>& input_shapes) const;
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;
   std::vector<TensorSignature> inputs_;
   std::vector<TensorSignature> outputs_;
+  std::shared_ptr<PlanCache> plans_;
 };
 
 }  // namespace opfuse

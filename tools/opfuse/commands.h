@@ -17,5 +17,6 @@ using Action = std::function<Status()>;
 Action add_info_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
 Action add_demo_command(CLI::App& app);
+Action add_bench_command(CLI::App& app);
 
 }  // namespace opfuse::cli

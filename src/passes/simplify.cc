@@ -1,0 +1,297 @@
+// Algebraic simplification: a table of small local rules, each with its algebra. A rule either
+// forwards a node's input to its uses (the node then dies in dce) or rewires a node to read
+// further up a chain (the intermediate then dies if nothing else reads it). A rule never moves
+// the uses of a graph output, so graph output names never change.
+#include <algorithm>
+#include <numeric>
+
+#include "ops/op_def.h"
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+
+namespace opfuse {
+namespace {
+
+using RuleFn = bool (*)(Graph&, Node&);
+
+struct Rule {
+  std::string_view op;       // the op the rule is anchored on (default domain)
+  std::string_view algebra;  // what it rewrites, for readers and --help
+  RuleFn apply;              // true when it changed the graph
+};
+
+// Moves the uses of the node's output 0 to `x`. Nothing to do when the output is unused (dce
+// removes the node) and not allowed when it is a graph output.
+bool forward(Graph& graph, Node& node, Value* x) {
+  Value* y = node.output(0);
+  if (x == nullptr || y->uses().empty()) return false;
+  return replace_uses_keeping_outputs(graph, y, x);
+}
+
+// The producer of input `i` when it is an op of type `op` in the default domain.
+Node* producer_of(const Node& node, size_t i, std::string_view op) {
+  const Value* in = node.input(i);
+  Node* p = in ? in->producer() : nullptr;
+  return p && p->domain().empty() && p->op_type() == op ? p : nullptr;
+}
+
+std::optional<int64_t> rank_of(const Value* v) {
+  if (v == nullptr || !v->shape) return std::nullopt;
+  return static_cast<int64_t>(v->shape->size());
+}
+
+// ---- Identity / Dropout --------------------------------------------------------------------
+
+bool identity_rule(Graph& graph, Node& node) { return forward(graph, node, node.input(0)); }
+
+bool dropout_rule(Graph& graph, Node& node) {
+  if (const Value* mask = node.output(1); mask && (!mask->uses().empty() || mask->is_graph_output())) {
+    return false;
+  }
+  if (const Value* training = node.input(2)) {
+    const Tensor* t = constant_data(training);
+    if (t == nullptr || t->numel() != 1 || t->get_int(0) != 0) return false;
+  }
+  return forward(graph, node, node.input(0));
+}
+
+// ---- Neutral elements ----------------------------------------------------------------------
+
+// True when input `const_index` is a constant equal to `neutral` everywhere whose broadcasting
+// against input `x_index` leaves x's shape and dtype unchanged, so the op returns x itself.
+bool is_neutral_operand(const Node& node, size_t x_index, size_t const_index, double neutral) {
+  const Value* x = node.input(x_index);
+  const Tensor* c = constant_data(node.input(const_index));
+  const Value* y = node.output(0);
+  if (x == nullptr || c == nullptr || !x->shape || x->dtype == DType::kUndefined) return false;
+  if (c->dtype() != x->dtype || y->dtype != x->dtype) return false;
+  if (c->rank() > static_cast<int64_t>(x->shape->size())) return false;
+  const int64_t offset = static_cast<int64_t>(x->shape->size()) - c->rank();
+  for (int64_t i = 0; i < c->rank(); ++i) {
+    const Dim& d = (*x->shape)[offset + i];
+    if (c->dim(i) != 1 && !(d.is_known() && d.value() == c->dim(i))) return false;
+  }
+  for (int64_t i = 0; i < c->numel(); ++i) {
+    if (c->get_double(i) != neutral) return false;
+  }
+  return true;
+}
+
+bool mul_one_rule(Graph& graph, Node& node) {
+  if (is_neutral_operand(node, 0, 1, 1.0)) return forward(graph, node, node.input(0));
+  if (is_neutral_operand(node, 1, 0, 1.0)) return forward(graph, node, node.input(1));
+  return false;
+}
+
+bool add_zero_rule(Graph& graph, Node& node) {
+  if (is_neutral_operand(node, 0, 1, 0.0)) return forward(graph, node, node.input(0));
+  if (is_neutral_operand(node, 1, 0, 0.0)) return forward(graph, node, node.input(1));
+  return false;
+}
+
+bool sub_zero_rule(Graph& graph, Node& node) {
+  return is_neutral_operand(node, 0, 1, 0.0) && forward(graph, node, node.input(0));
+}
+
+bool div_one_rule(Graph& graph, Node& node) {
+  return is_neutral_operand(node, 0, 1, 1.0) && forward(graph, node, node.input(0));
+}
+
+// ---- Transpose -----------------------------------------------------------------------------
+
+// The node's permutation with negative entries normalised, or nullopt when unknown or invalid.
+std::optional<std::vector<int64_t>> transpose_perm(const Node& node) {
+  std::vector<int64_t> perm;
+  if (auto it = node.attrs.find("perm"); it != node.attrs.end()) {
+    const auto* p = std::get_if<std::vector<int64_t>>(&it->second);
+    if (p == nullptr) return std::nullopt;
+    perm = *p;
+  } else {
+    auto rank = rank_of(node.input(0));
+    if (!rank) return std::nullopt;
+    for (int64_t i = *rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  std::vector<bool> seen(rank, false);
+  for (int64_t& p : perm) {
+    if (p < -rank || p >= rank) return std::nullopt;
+    if (p < 0) p += rank;
+    if (seen[p]) return std::nullopt;
+    seen[p] = true;
+  }
+  return perm;
+}
+
+bool is_identity_perm(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+bool transpose_identity_rule(Graph& graph, Node& node) {
+  auto perm = transpose_perm(node);
+  return perm && is_identity_perm(*perm) && forward(graph, node, node.input(0));
+}
+
+// y = T(x, p) has y[i] = x[p[i]], so T(T(x, p), q)[i] = x[p[q[i]]].
+bool transpose_chain_rule(Graph& graph, Node& node) {
+  Node* inner = producer_of(node, 0, "Transpose");
+  if (inner == nullptr) return false;
+  auto p = transpose_perm(*inner);
+  auto q = transpose_perm(node);
+  if (!p || !q || p->size() != q->size()) return false;
+  std::vector<int64_t> composed;
+  for (int64_t i : *q) composed.push_back((*p)[i]);
+  if (is_identity_perm(composed) && forward(graph, node, inner->input(0))) return true;
+  node.attrs["perm"] = composed;
+  graph.set_input(&node, 0, inner->input(0));
+  return true;
+}
+
+// ---- Reshape -------------------------------------------------------------------------------
+
+// Only the last Reshape's target matters, unless it copies dims (0) from its input.
+bool reshape_chain_rule(Graph& graph, Node& node) {
+  Node* inner = producer_of(node, 0, "Reshape");
+  const Tensor* shape = constant_data(node.input(1));
+  if (inner == nullptr || shape == nullptr) return false;
+  const auto it = node.attrs.find("allowzero");
+  const int64_t* az = it == node.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  const bool allowzero = az && *az != 0;
+  if (!allowzero) {
+    for (int64_t d : shape->to_int_vector()) {
+      if (d == 0) return false;
+    }
+  }
+  graph.set_input(&node, 0, inner->input(0));
+  return true;
+}
+
+bool reshape_same_shape_rule(Graph& graph, Node& node) {
+  auto in = known_dims(node.input(0));
+  auto out = known_dims(node.output(0));
+  return in && out && *in == *out && forward(graph, node, node.input(0));
+}
+
+// ---- Cast ----------------------------------------------------------------------------------
+
+int int_bits(DType t) { return static_cast<int>(dtype_size(t)) * 8; }
+
+// True when every value of `from` is exactly representable in `to`.
+bool is_exact_widening(DType from, DType to) {
+  if (from == to || from == DType::kBool) return to != DType::kUndefined;
+  if (from == DType::kF16) return to == DType::kF32 || to == DType::kF64;
+  if (from == DType::kF32) return to == DType::kF64;
+  if (is_integer(from)) {
+    if (is_signed_int(from) && is_signed_int(to)) return int_bits(to) >= int_bits(from);
+    if (is_unsigned_int(from) && is_unsigned_int(to)) return int_bits(to) >= int_bits(from);
+    if (is_unsigned_int(from) && is_signed_int(to)) return int_bits(to) > int_bits(from);
+    const int mantissa = to == DType::kF16 ? 11 : to == DType::kF32 ? 24 : to == DType::kF64 ? 53 : 0;
+    const int magnitude = int_bits(from) - (is_signed_int(from) ? 1 : 0);
+    return magnitude <= mantissa;
+  }
+  return false;
+}
+
+bool cast_same_rule(Graph& graph, Node& node) {
+  const Value* x = node.input(0);
+  return x && x->dtype != DType::kUndefined && x->dtype == node.output(0)->dtype &&
+         forward(graph, node, node.input(0));
+}
+
+// The middle dtype holds x's value exactly, so casting from it is casting x.
+bool cast_chain_rule(Graph& graph, Node& node) {
+  Node* inner = producer_of(node, 0, "Cast");
+  if (inner == nullptr || inner->input(0) == nullptr) return false;
+  const DType from = inner->input(0)->dtype, middle = inner->output(0)->dtype;
+  if (from == DType::kUndefined || !is_exact_widening(from, middle)) return false;
+  if (from == node.output(0)->dtype && forward(graph, node, inner->input(0))) return true;
+  graph.set_input(&node, 0, inner->input(0));
+  return true;
+}
+
+// ---- Squeeze / Unsqueeze -------------------------------------------------------------------
+
+// The node's constant axes normalised against `rank`, sorted; nullopt if unknown, invalid or
+// repeated.
+std::optional<std::vector<int64_t>> axes_of(const Node& node, int64_t rank) {
+  const Tensor* t = constant_data(node.input(1));
+  if (t == nullptr) return std::nullopt;
+  std::vector<int64_t> axes = t->to_int_vector();
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return std::nullopt;
+  return axes;
+}
+
+// Both axes lists index the unsqueezed tensor; equal lists remove exactly the inserted dims.
+bool squeeze_unsqueeze_rule(Graph& graph, Node& node) {
+  Node* inner = producer_of(node, 0, "Unsqueeze");
+  auto rank = rank_of(node.input(0));
+  if (inner == nullptr || !rank) return false;
+  auto inserted = axes_of(*inner, *rank);
+  auto removed = axes_of(node, *rank);
+  return inserted && removed && *inserted == *removed && forward(graph, node, inner->input(0));
+}
+
+// Both axes lists index x's rank; the squeezed dims were 1 and come back at the same places.
+bool unsqueeze_squeeze_rule(Graph& graph, Node& node) {
+  Node* inner = producer_of(node, 0, "Squeeze");
+  if (inner == nullptr) return false;
+  auto rank = rank_of(inner->input(0));
+  if (!rank) return false;
+  auto removed = axes_of(*inner, *rank);
+  auto inserted = axes_of(node, *rank);
+  return removed && inserted && *removed == *inserted && forward(graph, node, inner->input(0));
+}
+
+const std::vector<Rule>& rules() {
+  static const std::vector<Rule> table = {
+      {"Identity", "Identity(x) -> x", identity_rule},
+      {"Dropout", "Dropout(x) -> x (inference, mask unused)", dropout_rule},
+      {"Mul", "Mul(x, 1) -> x, Mul(1, x) -> x (shape and dtype of x kept)", mul_one_rule},
+      {"Add", "Add(x, 0) -> x, Add(0, x) -> x (shape and dtype of x kept)", add_zero_rule},
+      {"Sub", "Sub(x, 0) -> x (shape and dtype of x kept)", sub_zero_rule},
+      {"Div", "Div(x, 1) -> x (shape and dtype of x kept)", div_one_rule},
+      {"Transpose", "Transpose(x, identity) -> x", transpose_identity_rule},
+      {"Transpose", "Transpose(Transpose(x, p), q) -> Transpose(x, p[q])", transpose_chain_rule},
+      {"Reshape", "Reshape(x, s) -> x when s is x's static shape", reshape_same_shape_rule},
+      {"Reshape", "Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) (s2 constant, no 0)",
+       reshape_chain_rule},
+      {"Cast", "Cast(x, dtype(x)) -> x", cast_same_rule},
+      {"Cast", "Cast(Cast(x, a), b) -> Cast(x, b) when x -> a is exact", cast_chain_rule},
+      {"Squeeze", "Squeeze(Unsqueeze(x, axes), axes) -> x", squeeze_unsqueeze_rule},
+      {"Unsqueeze", "Unsqueeze(Squeeze(x, axes), axes) -> x", unsqueeze_squeeze_rule},
+  };
+  return table;
+}
+
+}  // namespace
+
+Result<bool> run_simplify_pass(Graph& graph, PassContext&) {
+  constexpr int kMaxStepsPerNode = 8;
+  bool changed = false;
+  for (Node* node : graph.nodes()) {
+    if (!node->domain().empty() || node->outputs().empty()) continue;
+    // A rule may rewrite the node into a form another rule (or itself) applies to again:
+    // Transpose(Transpose(Transpose(x))) collapses here, one step at a time.
+    for (int step = 0; step < kMaxStepsPerNode; ++step) {
+      bool fired = false;
+      for (const Rule& rule : rules()) {
+        if (rule.op == node->op_type() && rule.apply(graph, *node)) {
+          fired = true;
+          break;
+        }
+      }
+      if (!fired) break;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace opfuse

@@ -1,0 +1,236 @@
+#include "runtime/compiled_plan.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "ops/op_def.h"
+
+namespace opfuse {
+
+// The tensors one run works on: the arena's bytes and a Tensor per slot viewing them, built
+// once when the arena is created so a run only rebinds graph inputs and outputs.
+struct CompiledPlan::Arena {
+  Tensor memory;
+  std::vector<Tensor> slot_tensors;
+  std::vector<std::vector<const Tensor*>> step_inputs;
+  std::vector<std::vector<Tensor*>> step_outputs;
+};
+
+CompiledPlan::~CompiledPlan() = default;
+
+Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<const Graph> graph,
+                                                            const CompileOptions& options) {
+  std::unique_ptr<CompiledPlan> plan(new CompiledPlan());
+  plan->graph_ = std::move(graph);
+  plan->threads_ = options.threads;
+  OPFUSE_TRY(plan->assign_slots(options));
+  plan->plan_in_place();
+  plan->memory_ = plan_memory(plan->buffers_);
+  if (!memory_plan_is_valid(plan->buffers_, plan->memory_)) {
+    return Status::internal_error("memory plan assigned overlapping buffers");
+  }
+  return plan;
+}
+
+Status CompiledPlan::assign_slots(const CompileOptions& options) {
+  std::unordered_map<const Value*, int> slot_of;
+  auto static_dims_of = [](const Value* v) -> Result<std::vector<int64_t>> {
+    if (v->shape) {
+      if (auto dims = static_dims(*v->shape)) return *dims;
+    }
+    return Status::user_error(str_cat("graph mode needs static shapes, but value '", v->name(),
+                                      "' is ", v->type_string()));
+  };
+  auto add_slot = [&](const Value* v, Slot slot) {
+    slots_.push_back(std::move(slot));
+    slot_of[v] = static_cast<int>(slots_.size() - 1);
+    return static_cast<int>(slots_.size() - 1);
+  };
+  for (size_t i = 0; i < graph_->inputs().size(); ++i) {
+    const Value* v = graph_->inputs()[i];
+    OPFUSE_ASSIGN_OR_RETURN(auto dims, static_dims_of(v));
+    add_slot(v, Slot{SlotKind::kGraphInput, static_cast<int>(i), nullptr, v->dtype, std::move(dims)});
+  }
+  std::unordered_map<const Value*, int> output_index;
+  for (size_t i = 0; i < graph_->outputs().size(); ++i) output_index[graph_->outputs()[i]] = static_cast<int>(i);
+
+  const std::vector<Node*> nodes = graph_->nodes();
+  for (const Node* node : nodes) {
+    const int step_index = static_cast<int>(steps_.size());
+    std::vector<int> inputs;
+    std::vector<const Tensor*> constants;
+    for (const Value* in : node->inputs()) {
+      if (in == nullptr) {
+        inputs.push_back(-1);
+        constants.push_back(nullptr);
+        continue;
+      }
+      if (!slot_of.count(in)) {
+        if (!in->is_constant()) {
+          return Status::internal_error(str_cat(node->describe(), ": input '", in->name(), "' has no producer"));
+        }
+        add_slot(in, Slot{SlotKind::kConstant, -1, in->constant(), in->dtype, in->constant()->dims()});
+      }
+      inputs.push_back(slot_of[in]);
+      constants.push_back(in->constant());
+    }
+    // A view whose output is an intermediate runs no kernel: it aliases its input's slot.
+    const Value* out0 = node->output(0);
+    const bool only_output_used = node->outputs().size() == 1 ||
+                                  std::all_of(node->outputs().begin() + 1, node->outputs().end(),
+                                              [](const Value* v) { return v->uses().empty() && !v->is_graph_output(); });
+    if (node->def().traits.output_is_view && node->has_input(0) && !out0->is_graph_output() &&
+        only_output_used) {
+      OPFUSE_ASSIGN_OR_RETURN(auto dims, static_dims_of(out0));
+      Slot alias = slots_[slot_of[node->input(0)]];
+      alias.dims = std::move(dims);
+      add_slot(out0, std::move(alias));
+      continue;
+    }
+    std::vector<int> outputs;
+    for (const Value* out : node->outputs()) {
+      OPFUSE_ASSIGN_OR_RETURN(auto dims, static_dims_of(out));
+      if (output_index.count(out)) {
+        outputs.push_back(add_slot(out, Slot{SlotKind::kGraphOutput, output_index[out], nullptr, out->dtype, dims}));
+      } else {
+        const int64_t bytes = numel_of(dims) * static_cast<int64_t>(dtype_size(out->dtype));
+        buffers_.push_back(BufferRequest{bytes, step_index, step_index});
+        outputs.push_back(add_slot(out, Slot{SlotKind::kArena, static_cast<int>(buffers_.size() - 1),
+                                             nullptr, out->dtype, dims}));
+      }
+    }
+    KernelCompileContext ctx{*node, std::move(constants), options.threads};
+    OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, create_kernel(ctx));
+    steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs)});
+  }
+  // Lifetimes: a buffer lives from the step writing it to the last step reading it (through
+  // any view aliasing it).
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (int slot : steps_[s].inputs) {
+      if (slot >= 0 && slots_[slot].kind == SlotKind::kArena) {
+        BufferRequest& b = buffers_[slots_[slot].index];
+        b.last_step = std::max(b.last_step, static_cast<int>(s));
+      }
+    }
+  }
+  for (const Value* out : graph_->outputs()) {
+    if (!slot_of.count(out)) {
+      if (!out->is_constant()) return Status::internal_error(str_cat("graph output '", out->name(), "' is never computed"));
+      add_slot(out, Slot{SlotKind::kConstant, -1, out->constant(), out->dtype, out->constant()->dims()});
+    }
+    output_slots_.push_back(slot_of[out]);
+  }
+  return Status::ok();
+}
+
+// A kernel that can run in place writes output 0 over input 0 when input 0's buffer is read for
+// the last time by that step and has the same size: the two buffers become one.
+void CompiledPlan::plan_in_place() {
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    if (!step.kernel->can_run_in_place() || step.inputs.empty() || step.inputs[0] < 0) continue;
+    const Slot& in = slots_[step.inputs[0]];
+    const Slot& out = slots_[step.outputs[0]];
+    if (in.kind != SlotKind::kArena || out.kind != SlotKind::kArena || in.index == out.index) continue;
+    BufferRequest& keep = buffers_[in.index];
+    BufferRequest& merged = buffers_[out.index];
+    if (keep.last_step != static_cast<int>(s) || keep.bytes != merged.bytes) continue;
+    keep.last_step = std::max(keep.last_step, merged.last_step);
+    merged.bytes = 0;  // no longer needs memory of its own
+    const int from = out.index, to = in.index;
+    for (Slot& slot : slots_) {
+      if (slot.kind == SlotKind::kArena && slot.index == from) slot.index = to;
+    }
+  }
+}
+
+std::unique_ptr<CompiledPlan::Arena> CompiledPlan::acquire_arena() const {
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (!pool_.empty()) {
+      auto arena = std::move(pool_.back());
+      pool_.pop_back();
+      return arena;
+    }
+  }
+  auto arena = std::make_unique<Arena>();
+  // The size was planned at compile time and is at most the sum of the model's intermediates.
+  arena->memory = Tensor::zeros(DType::kU8, {std::max<int64_t>(memory_.arena_bytes, 1)}, "arena").value();
+  auto* base = static_cast<uint8_t*>(arena->memory.raw_data());
+  arena->slot_tensors.resize(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    if (slot.kind == SlotKind::kArena) {
+      arena->slot_tensors[i] = Tensor::wrap(slot.dtype, slot.dims, base + memory_.offsets[slot.index], nullptr);
+    } else if (slot.kind == SlotKind::kConstant) {
+      arena->slot_tensors[i] = slot.constant->dims() == slot.dims
+                                   ? *slot.constant
+                                   : slot.constant->reshaped(slot.dims).value();
+    }
+  }
+  arena->step_inputs.resize(steps_.size());
+  arena->step_outputs.resize(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (int slot : steps_[s].inputs) {
+      arena->step_inputs[s].push_back(slot >= 0 ? &arena->slot_tensors[slot] : nullptr);
+    }
+    for (int slot : steps_[s].outputs) arena->step_outputs[s].push_back(&arena->slot_tensors[slot]);
+  }
+  return arena;
+}
+
+void CompiledPlan::release_arena(std::unique_ptr<Arena> arena) const {
+  std::lock_guard lock(pool_mutex_);
+  pool_.push_back(std::move(arena));
+}
+
+Result<TensorMap> CompiledPlan::run(const TensorMap& inputs) const {
+  std::unique_ptr<Arena> arena = acquire_arena();
+  std::vector<Tensor> outputs(graph_->outputs().size());
+  // Bind graph inputs and fresh output tensors (and the views aliasing them).
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    if (slot.kind == SlotKind::kGraphInput) {
+      const Tensor& given = inputs.at(graph_->inputs()[slot.index]->name());
+      arena->slot_tensors[i] = Tensor::wrap(slot.dtype, slot.dims, const_cast<void*>(given.raw_data()), nullptr);
+    } else if (slot.kind == SlotKind::kGraphOutput) {
+      if (!outputs[slot.index].defined()) {
+        const Value* v = graph_->outputs()[slot.index];
+        OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index], Tensor::zeros(slot.dtype, slot.dims, str_cat("output '", v->name(), "'")));
+      }
+      arena->slot_tensors[i] = Tensor::wrap(slot.dtype, slot.dims, outputs[slot.index].raw_data(), nullptr);
+    }
+  }
+  if (threads_ > 0) omp_set_num_threads(threads_);
+  Status status;
+  for (size_t s = 0; s < steps_.size() && status.is_ok(); ++s) {
+    status = steps_[s].kernel->run(arena->step_inputs[s], arena->step_outputs[s]);
+  }
+  // Outputs that are graph inputs or constants are returned as copies.
+  TensorMap result;
+  for (size_t i = 0; i < output_slots_.size() && status.is_ok(); ++i) {
+    const Value* v = graph_->outputs()[i];
+    const Slot& slot = slots_[output_slots_[i]];
+    if (slot.kind == SlotKind::kGraphOutput) {
+      result[v->name()] = outputs[slot.index];
+    } else {
+      result[v->name()] = arena->slot_tensors[output_slots_[i]].clone();
+    }
+  }
+  release_arena(std::move(arena));
+  OPFUSE_TRY(status);
+  return result;
+}
+
+std::vector<std::string> CompiledPlan::describe_steps() const {
+  std::vector<std::string> lines;
+  for (const Step& step : steps_) {
+    lines.push_back(str_cat(step.node->describe(), " -> ", step.kernel->name()));
+  }
+  return lines;
+}
+
+}  // namespace opfuse

@@ -1,0 +1,76 @@
+// Graph mode's executable: a graph (already optimised, with static shapes) compiled into a list
+// of steps, each a Kernel created once (weights pre-packed), reading and writing buffers at
+// fixed offsets of one arena. A run binds the inputs, allocates the outputs it returns, and
+// executes the steps: no per-node lookup and no allocation of intermediates. View ops
+// (Reshape, Squeeze ...) run no kernel: their output aliases their input's buffer.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "runtime/eager.h"
+#include "runtime/memory_plan.h"
+
+namespace opfuse {
+
+struct CompileOptions {
+  int threads = 0;  // OpenMP threads per run; 0 keeps the process default
+};
+
+class CompiledPlan {
+ public:
+  // Fails with the value named when a shape is not static, or when a kernel cannot be created.
+  static Result<std::unique_ptr<CompiledPlan>> compile(std::shared_ptr<const Graph> graph,
+                                                        const CompileOptions& options);
+  ~CompiledPlan();
+
+  // Inputs must already match the graph's static signature (Session checks). Safe to call from
+  // several threads at once: each concurrent run takes its own arena from a pool.
+  Result<TensorMap> run(const TensorMap& inputs) const;
+
+  const Graph& graph() const { return *graph_; }
+  size_t kernels_per_run() const { return steps_.size(); }
+  int64_t arena_bytes() const { return memory_.arena_bytes; }
+  // Bytes of all intermediates if each had its own allocation (what eager mode allocates).
+  int64_t intermediate_bytes() const { return memory_.total_bytes; }
+  // "Conv 'conv1' -> onednn.conv" lines, in execution order.
+  std::vector<std::string> describe_steps() const;
+
+ private:
+  enum class SlotKind { kConstant, kGraphInput, kGraphOutput, kArena };
+  struct Slot {
+    SlotKind kind;
+    int index = -1;       // graph input/output position, or buffer id for kArena
+    const Tensor* constant = nullptr;
+    DType dtype = DType::kUndefined;
+    std::vector<int64_t> dims;
+  };
+  struct Step {
+    const Node* node;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> inputs;   // slot ids, -1 for omitted optional inputs
+    std::vector<int> outputs;  // slot ids
+  };
+  struct Arena;  // one arena and the tensors viewing it; one per concurrent run
+
+  CompiledPlan() = default;
+  Status assign_slots(const CompileOptions& options);
+  void plan_in_place();
+  std::unique_ptr<Arena> acquire_arena() const;
+  void release_arena(std::unique_ptr<Arena> arena) const;
+
+  std::shared_ptr<const Graph> graph_;
+  int threads_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<Step> steps_;
+  std::vector<BufferRequest> buffers_;
+  std::vector<int> output_slots_;  // per graph output
+  MemoryPlan memory_;
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Arena>> pool_;
+};
+
+}  // namespace opfuse

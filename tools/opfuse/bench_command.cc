@@ -1,0 +1,117 @@
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "commands.h"
+
+namespace opfuse::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  SessionFlags session;
+  InputFlags inputs;
+  int iters = 20;
+  int warmup = 3;
+  bool json = false;
+};
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+Status bench(const BenchArgs& args) {
+  if (args.iters < 1 || args.warmup < 0) return Status::user_error("--iters must be >= 1 and --warmup >= 0");
+  const auto compile_start = std::chrono::steady_clock::now();
+  OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(args.model, args.session));
+  OPFUSE_ASSIGN_OR_RETURN(TensorMap inputs, gather_inputs(session, args.inputs));
+  const bool graph_mode = session.options().mode == ExecutionMode::kGraph;
+  int64_t arena_bytes = 0, intermediate_bytes = 0;
+  size_t kernels = 0;
+  if (graph_mode) {
+    OPFUSE_ASSIGN_OR_RETURN(auto plan, session.plan_for(inputs));
+    arena_bytes = plan->arena_bytes();
+    intermediate_bytes = plan->intermediate_bytes();
+    kernels = plan->kernels_per_run();
+  }
+  const double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count();
+
+  std::vector<double> times;
+  for (int i = 0; i < args.warmup + args.iters; ++i) {
+    EagerStats stats;
+    const auto start = std::chrono::steady_clock::now();
+    Result<TensorMap> out = graph_mode ? session.run(inputs) : session.run_eager_with_stats(inputs, stats);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    OPFUSE_TRY(out.status());
+    if (!graph_mode) {
+      // Eager allocates every intermediate afresh; its "arena" is its peak of live tensors.
+      kernels = stats.kernels;
+      intermediate_bytes = stats.allocated_bytes;
+      arena_bytes = stats.peak_live_bytes;
+    }
+    if (i >= args.warmup) times.push_back(ms);
+  }
+  const double median = percentile(times, 0.5);
+  nlohmann::json j = {
+      {"model", args.model},
+      {"mode", execution_mode_name(session.options().mode)},
+      {"level", graph_mode ? std::string(opt_level_name(session.options().level)) : std::string("-")},
+      {"threads", args.session.threads},
+      {"iters", args.iters},
+      {"median_ms", median},
+      {"min_ms", *std::min_element(times.begin(), times.end())},
+      {"p90_ms", percentile(times, 0.9)},
+      {"throughput_per_s", 1000.0 / median},
+      {"arena_bytes", arena_bytes},
+      {"intermediate_bytes", intermediate_bytes},
+      {"peak_rss_bytes", peak_rss_bytes()},
+      {"kernels", kernels},
+      {"compile_ms", compile_ms},
+  };
+  if (args.json) {
+    std::printf("%s\n", j.dump().c_str());
+    return Status::ok();
+  }
+  std::printf("model      %s\n", args.model.c_str());
+  std::printf("mode       %s%s%s, %d threads\n", j["mode"].get<std::string>().c_str(),
+              graph_mode ? " " : "", graph_mode ? j["level"].get<std::string>().c_str() : "",
+              args.session.threads);
+  std::printf("latency    median %.3f ms, min %.3f ms, p90 %.3f ms over %d runs (%d warm-up)\n",
+              median, j["min_ms"].get<double>(), j["p90_ms"].get<double>(), args.iters, args.warmup);
+  std::printf("throughput %.1f inferences/s\n", 1000.0 / median);
+  std::printf("kernels    %zu per run\n", kernels);
+  std::printf("memory     %s %.2f MB; all intermediates %.2f MB; peak RSS %.1f MB\n",
+              graph_mode ? "arena" : "peak live", static_cast<double>(arena_bytes) / 1e6,
+              static_cast<double>(intermediate_bytes) / 1e6, static_cast<double>(peak_rss_bytes()) / 1e6);
+  if (graph_mode) std::printf("compile    %.1f ms (load + passes + kernels + memory plan)\n", compile_ms);
+  return Status::ok();
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Time a model: median/min/p90 latency, throughput, memory, kernels per run");
+  auto args = std::make_shared<BenchArgs>();
+  cmd->add_option("MODEL", args->model, "ONNX model file")->required();
+  add_session_flags(cmd, args->session);
+  add_input_flags(cmd, args->inputs, /*random_by_default=*/true);
+  cmd->add_option("--iters", args->iters, "timed runs")->default_val(20);
+  cmd->add_option("--warmup", args->warmup, "untimed runs first")->default_val(3);
+  cmd->add_flag("--json", args->json, "print one JSON object (median_ms, min_ms, p90_ms, arena_bytes, peak_rss_bytes, kernels, ...)");
+  return [args] { return bench(*args); };
+}
+
+}  // namespace opfuse::cli
