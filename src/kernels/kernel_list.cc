@@ -1,26 +1,32 @@
 // The dispatch table: every optimised kernel, in order of preference per op.
-#include "kernels/kernel.h"
-
+#include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_conv_transpose.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/onednn_pool.h"
+#include "kernels/kernel.h"
 
 namespace opfuse {
 
 const std::vector<KernelImpl>& all_kernels() {
-  static const std::vector<KernelImpl> kernels = {
-      // oneDNN (kernels/cpu/onednn_*.cc)
-      onednn::onednn_conv_kernel(),
-      onednn::onednn_conv_transpose_kernel(),
-      onednn::onednn_matmul_kernel(),
-      onednn::onednn_gemm_kernel(),
-      onednn::onednn_max_pool_kernel(),
-      onednn::onednn_average_pool_kernel(),
-      onednn::onednn_global_average_pool_kernel(),
-      onednn::onednn_global_max_pool_kernel(),
-  };
+  static const std::vector<KernelImpl> kernels = [] {
+    std::vector<KernelImpl> list = {
+        // oneDNN (kernels/cpu/onednn_*.cc): anchors and pooling.
+        onednn::onednn_conv_kernel(),
+        onednn::onednn_conv_transpose_kernel(),
+        onednn::onednn_matmul_kernel(),
+        onednn::onednn_gemm_kernel(),
+        onednn::onednn_max_pool_kernel(),
+        onednn::onednn_average_pool_kernel(),
+        onednn::onednn_global_average_pool_kernel(),
+        onednn::onednn_global_max_pool_kernel(),
+    };
+    // Highway kernels (kernels/cpu/hwy_kernels.h) last: the elementwise kernel is one entry per
+    // op with a scalar expression, generated from the registry.
+    for (const KernelImpl& k : hwy_kernels()) list.push_back(k);
+    return list;
+  }();
   return kernels;
 }
 

@@ -1,0 +1,569 @@
+// One kernel for every elementwise/broadcast op (every OpDef with a ScalarExpr whose reference is
+// the generic evaluator): the op's scalar expression runs as a list of vector instructions over
+// chunks of the output, like ops/scalar_eval.cc but with Highway vectors and with the broadcast
+// iteration planned once at compile time.
+//
+// Plan (create): the output index space is collapsed (size-1 dims dropped, neighbouring dims
+// that every input treats alike merged), and each input is classified: same shape as the output
+// (read in place), one element (a splat buffer filled once per thread), or strided (0 strides on
+// broadcast dims). When the innermost collapsed dim is long, chunks never cross it, so a strided
+// input with inner stride 1 (a bias row) is also read in place and one with inner stride 0 (a
+// per-channel value) is a splat; otherwise strided inputs are gathered per chunk.
+//
+// f32 only: every data input f32 (bool inputs, e.g. Where's condition, read as 0/1) and an f32
+// or bool output. Integer or f64 math is declined, so the reference kernel runs it.
+#ifndef OPFUSE_KERNELS_CPU_HWY_ELEMENTWISE_DECLS_
+#define OPFUSE_KERNELS_CPU_HWY_ELEMENTWISE_DECLS_
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/hwy_kernels.h"
+#include "ops/op_def.h"
+#include "ops/registry.h"
+
+namespace opfuse::hwy_cpu {
+// One instruction of the vector program: a ScalarInstr with its constant in float. `pow_exp`
+// marks a Pow whose exponent is a known constant (value) with a cheaper exact form.
+struct VInstr {
+  ScalarOp op;
+  int32_t a = -1, b = -1, c = -1;
+  float value = 0;
+  bool pow_exp = false;
+};
+}  // namespace opfuse::hwy_cpu
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/hwy_elementwise.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/cpu/hwy_math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr size_t kTmp = 64;  // floats in a tail buffer: more than any x86 vector holds
+
+// out[i] = f(a[i], b[i], c[i]) over n elements; the tail goes through small aligned buffers so
+// no pointer is read or written past n.
+template <int kArity, class F>
+HWY_INLINE void MapN(const float* a, const float* b, const float* c, float* out, size_t n, F f) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF va = hn::LoadU(d, a + i);
+    const VF vb = kArity >= 2 ? hn::LoadU(d, b + i) : va;
+    const VF vc = kArity >= 3 ? hn::LoadU(d, c + i) : va;
+    hn::StoreU(f(va, vb, vc), d, out + i);
+  }
+  if (i == n) return;
+  alignas(64) float ta[kTmp] = {}, tb[kTmp] = {}, tc[kTmp] = {};
+  const size_t rest = n - i;
+  std::memcpy(ta, a + i, rest * sizeof(float));
+  if (kArity >= 2) std::memcpy(tb, b + i, rest * sizeof(float));
+  if (kArity >= 3) std::memcpy(tc, c + i, rest * sizeof(float));
+  hn::Store(f(hn::Load(d, ta), hn::Load(d, tb), hn::Load(d, tc)), d, ta);
+  std::memcpy(out + i, ta, rest * sizeof(float));
+}
+
+template <class F>
+HWY_INLINE void Map1(const float* a, float* out, size_t n, F f) {
+  MapN<1>(a, a, a, out, n, [&](VF x, VF, VF) HWY_ATTR { return f(x); });
+}
+template <class F>
+HWY_INLINE void Map2(const float* a, const float* b, float* out, size_t n, F f) {
+  MapN<2>(a, b, b, out, n, [&](VF x, VF y, VF) HWY_ATTR { return f(x, y); });
+}
+
+// sin/cos: Highway's versions are accurate on [-39000, 39000]; vectors with a lane outside
+// (or inf/NaN) go through libm lane by lane.
+template <bool kSin>
+void SinCos(const float* a, float* out, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const VF limit = hn::Set(d, 39000.0f);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF x = hn::LoadU(d, a + i);
+    if (hn::AllTrue(d, hn::Le(hn::Abs(x), limit))) {
+      hn::StoreU(kSin ? hn::Sin(d, x) : hn::Cos(d, x), d, out + i);
+    } else {
+      for (size_t j = i; j < i + N; ++j) out[j] = kSin ? std::sin(a[j]) : std::cos(a[j]);
+    }
+  }
+  for (; i < n; ++i) out[i] = kSin ? std::sin(a[i]) : std::cos(a[i]);
+}
+
+HWY_INLINE VF Mask01(DF d, hn::Mask<DF> m) { return hn::IfThenElseZero(m, hn::Set(d, 1.0f)); }
+HWY_INLINE hn::Mask<DF> Truthy(DF d, VF v) { return hn::Ne(v, hn::Zero(d)); }
+
+void ApplyUnary(const VInstr& in, const float* a, float* o, size_t n) {
+  const DF d;
+  const VF one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  switch (in.op) {
+    case ScalarOp::kNeg: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Neg(x); });
+    case ScalarOp::kAbs: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Abs(x); });
+    case ScalarOp::kExp: return Map1(a, o, n, [&](VF x) HWY_ATTR { return SafeExp(d, x); });
+    case ScalarOp::kLog: return Map1(a, o, n, [&](VF x) HWY_ATTR { return SafeLog(d, x); });
+    case ScalarOp::kSqrt: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Sqrt(x); });
+    case ScalarOp::kReciprocal: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Div(one, x); });
+    case ScalarOp::kTanh: return Map1(a, o, n, [&](VF x) HWY_ATTR { return SafeTanh(d, x); });
+    case ScalarOp::kErf: return Map1(a, o, n, [&](VF x) HWY_ATTR { return Erf(d, x); });
+    case ScalarOp::kSigmoid: return Map1(a, o, n, [&](VF x) HWY_ATTR { return Sigmoid(d, x); });
+    case ScalarOp::kFloor: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Floor(x); });
+    case ScalarOp::kCeil: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Ceil(x); });
+    case ScalarOp::kRound: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Round(x); });
+    case ScalarOp::kSign:  // keeps NaN and signed zero, like the reference
+      return Map1(a, o, n, [&](VF x) HWY_ATTR {
+        return hn::IfThenElse(hn::Gt(x, zero), one, hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), x));
+      });
+    case ScalarOp::kNot:
+      return Map1(a, o, n, [&](VF x) HWY_ATTR { return Mask01(d, hn::Eq(x, zero)); });
+    case ScalarOp::kIsNaN:
+      return Map1(a, o, n, [&](VF x) HWY_ATTR { return Mask01(d, hn::IsNaN(x)); });
+    case ScalarOp::kSin: return SinCos<true>(a, o, n);
+    case ScalarOp::kCos: return SinCos<false>(a, o, n);
+    default: return;
+  }
+}
+
+// Pow with a constant exponent that has an exact cheaper form (x^2 = x*x is what powf returns;
+// x^3 is within 1.5 ulp); other exponents use libm's powf per element.
+void ApplyPow(const VInstr& in, const float* a, const float* b, float* o, size_t n) {
+  const DF d;
+  if (in.pow_exp) {
+    const float e = in.value;
+    if (e == 1.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return x; });
+    if (e == 2.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Mul(x, x); });
+    if (e == 3.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Mul(hn::Mul(x, x), x); });
+    if (e == -1.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Div(hn::Set(d, 1.0f), x); });
+  }
+  for (size_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
+}
+
+void ApplyBinary(const VInstr& in, const float* a, const float* b, float* o, size_t n) {
+  const DF d;
+  switch (in.op) {
+    case ScalarOp::kAdd: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Add(x, y); });
+    case ScalarOp::kSub: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Sub(x, y); });
+    case ScalarOp::kMul: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Mul(x, y); });
+    case ScalarOp::kDiv: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Div(x, y); });
+    case ScalarOp::kPow: return ApplyPow(in, a, b, o, n);
+    case ScalarOp::kMax:  // y NaN -> y; x < y -> y; else x (so x NaN -> x), as the reference
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
+        return hn::IfThenElse(hn::IsNaN(y), y, hn::IfThenElse(hn::Lt(x, y), y, x));
+      });
+    case ScalarOp::kMin:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
+        return hn::IfThenElse(hn::IsNaN(y), y, hn::IfThenElse(hn::Lt(y, x), y, x));
+      });
+    case ScalarOp::kMod:  // floored: the result takes the divisor's sign (libm per element)
+      for (size_t i = 0; i < n; ++i) {
+        const float r = std::fmod(a[i], b[i]);
+        o[i] = (r != 0 && ((r < 0) != (b[i] < 0))) ? r + b[i] : r;
+      }
+      return;
+    case ScalarOp::kFMod:
+      for (size_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);
+      return;
+    case ScalarOp::kLess:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Lt(x, y)); });
+    case ScalarOp::kLessEqual:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Le(x, y)); });
+    case ScalarOp::kGreater:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Gt(x, y)); });
+    case ScalarOp::kGreaterEqual:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Ge(x, y)); });
+    case ScalarOp::kEqual:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Eq(x, y)); });
+    case ScalarOp::kAnd:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
+        return Mask01(d, hn::And(Truthy(d, x), Truthy(d, y)));
+      });
+    case ScalarOp::kOr:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
+        return Mask01(d, hn::Or(Truthy(d, x), Truthy(d, y)));
+      });
+    case ScalarOp::kXor:
+      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
+        return Mask01(d, hn::Xor(Truthy(d, x), Truthy(d, y)));
+      });
+    default: return;
+  }
+}
+
+// Runs the program over n elements. vals[i] of leaves (args, constants) are set by the caller;
+// every other instruction writes bufs[i] and publishes it in vals[i].
+void EvalChunk(const VInstr* code, size_t count, const float** vals, float* const* bufs, size_t n) {
+  const DF d;
+  for (size_t i = 0; i < count; ++i) {
+    const VInstr& in = code[i];
+    if (in.op == ScalarOp::kArg || in.op == ScalarOp::kConst) continue;
+    float* o = bufs[i];
+    if (in.op == ScalarOp::kSelect) {
+      MapN<3>(vals[in.a], vals[in.b], vals[in.c], o, n, [&](VF c, VF t, VF f) HWY_ATTR {
+        return hn::IfThenElse(Truthy(d, c), t, f);
+      });
+    } else if (in.b < 0) {
+      ApplyUnary(in, vals[in.a], o, n);
+    } else {
+      ApplyBinary(in, vals[in.a], vals[in.b], o, n);
+    }
+    vals[i] = o;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse::hwy_cpu {
+HWY_EXPORT(EvalChunk);
+
+namespace {
+
+constexpr int64_t kChunk = 1024;
+// Inner dims at least this long are walked row by row so broadcast rows are read in place.
+constexpr int64_t kRowAlignedMin = 256;
+
+enum class ArgMode { kContiguous, kScalar, kStrided };
+
+struct ArgPlan {
+  ArgMode mode = ArgMode::kContiguous;
+  bool is_bool = false;
+  std::vector<int64_t> strides;  // per collapsed dim (kStrided)
+};
+
+struct Plan {
+  std::vector<int64_t> dims;  // collapsed output dims
+  int64_t numel = 1;
+  bool row_aligned = false;
+  int64_t chunks_per_row = 1;
+  int64_t num_chunks = 0;
+};
+
+bool is_leaf(ScalarOp op) { return op == ScalarOp::kArg || op == ScalarOp::kConst; }
+
+class ElementwiseKernel final : public Kernel {
+ public:
+  std::vector<VInstr> code;
+  std::vector<std::vector<int64_t>> in_dims;  // per input (empty vector for absent)
+  std::vector<bool> present;
+  std::vector<ArgPlan> args;
+  std::vector<int64_t> out_dims;
+  bool out_bool = false;
+  bool in_place_ok = false;
+  Plan plan;
+
+  std::string_view name() const override { return "hwy.elementwise"; }
+  bool can_run_in_place() const override { return in_place_ok; }
+
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
+    for (size_t i = 0; i < present.size(); ++i) {
+      if (!present[i]) continue;
+      if (i >= inputs.size() || inputs[i] == nullptr || inputs[i]->dims() != in_dims[i]) {
+        return Status::internal_error(str_cat("hwy.elementwise: input ", i, " does not have the planned shape ",
+                                              dims_to_string(in_dims[i])));
+      }
+    }
+    if (outputs.empty() || outputs[0] == nullptr || outputs[0]->dims() != out_dims) {
+      return Status::internal_error("hwy.elementwise: output does not have the planned shape");
+    }
+    if (plan.numel == 0) return Status::ok();
+    Tensor& out = *outputs[0];
+    const size_t count = code.size();
+    const size_t last = count - 1;
+    const bool direct_out = !out_bool && !is_leaf(code[last].op);
+#pragma omp parallel if (plan.numel > kParallelThreshold)
+    {
+      std::vector<float> scratch((count + 1) * kChunk);
+      std::vector<const float*> vals(count);
+      std::vector<float*> bufs(count);
+      std::vector<int64_t> fill_offset(count, -1);  // per arg instr: what its splat buffer holds
+      std::vector<int64_t> index;
+      auto buffer = [&](size_t i) { return scratch.data() + i * kChunk; };
+      for (size_t i = 0; i < count; ++i) {
+        const VInstr& in = code[i];
+        if (in.op == ScalarOp::kConst) {
+          std::fill(buffer(i), buffer(i) + kChunk, in.value);
+        } else if (in.op == ScalarOp::kArg && args[in.a].mode == ArgMode::kScalar) {
+          std::fill(buffer(i), buffer(i) + kChunk, load(*inputs[in.a], in.a, 0));
+        }
+        vals[i] = buffer(i);
+        bufs[i] = buffer(i);
+      }
+      float* result_buf = buffer(count);
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t chunk = 0; chunk < plan.num_chunks; ++chunk) {
+        int64_t start, n;
+        if (plan.row_aligned) {
+          const int64_t inner = plan.dims.back();
+          const int64_t row = chunk / plan.chunks_per_row;
+          const int64_t col = (chunk % plan.chunks_per_row) * kChunk;
+          start = row * inner + col;
+          n = std::min(kChunk, inner - col);
+        } else {
+          start = chunk * kChunk;
+          n = std::min(kChunk, plan.numel - start);
+        }
+        for (size_t i = 0; i < count; ++i) {
+          const VInstr& in = code[i];
+          if (in.op != ScalarOp::kArg) continue;
+          const ArgPlan& ap = args[in.a];
+          const Tensor& t = *inputs[in.a];
+          if (ap.mode == ArgMode::kScalar) continue;
+          if (ap.mode == ArgMode::kContiguous && !ap.is_bool) {
+            vals[i] = t.data<float>() + start;
+          } else if (ap.mode == ArgMode::kContiguous) {
+            const auto* src = t.data<bool>() + start;
+            for (int64_t j = 0; j < n; ++j) buffer(i)[j] = src[j] ? 1.0f : 0.0f;
+            vals[i] = buffer(i);
+          } else if (plan.row_aligned && ap.strides.back() <= 1) {
+            const int64_t off = offset_of(ap, start);
+            if (ap.strides.back() == 1 && !ap.is_bool) {
+              vals[i] = t.data<float>() + off;
+            } else if (ap.strides.back() == 1) {
+              const auto* src = t.data<bool>() + off;
+              for (int64_t j = 0; j < n; ++j) buffer(i)[j] = src[j] ? 1.0f : 0.0f;
+              vals[i] = buffer(i);
+            } else {
+              if (fill_offset[i] != off) {
+                std::fill(buffer(i), buffer(i) + kChunk, load(t, in.a, off));
+                fill_offset[i] = off;
+              }
+              vals[i] = buffer(i);
+            }
+          } else {
+            gather(ap, t, start, n, buffer(i), index);
+            fill_offset[i] = -1;
+            vals[i] = buffer(i);
+          }
+        }
+        bufs[last] = direct_out ? out.data<float>() + start : result_buf;
+        HWY_DYNAMIC_DISPATCH(EvalChunk)(code.data(), count, vals.data(), bufs.data(), static_cast<size_t>(n));
+        const float* result = vals[last];
+        if (out_bool) {
+          bool* o = out.data<bool>() + start;
+          for (int64_t j = 0; j < n; ++j) o[j] = result[j] != 0.0f;
+        } else if (result != out.data<float>() + start) {
+          std::memmove(out.data<float>() + start, result, static_cast<size_t>(n) * sizeof(float));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  float load(const Tensor& t, int input, int64_t i) const {
+    return args[input].is_bool ? (t.data<bool>()[i] ? 1.0f : 0.0f) : t.data<float>()[i];
+  }
+  int64_t offset_of(const ArgPlan& ap, int64_t flat) const {
+    int64_t off = 0;
+    for (size_t k = plan.dims.size(); k-- > 0;) {
+      off += (flat % plan.dims[k]) * ap.strides[k];
+      flat /= plan.dims[k];
+    }
+    return off;
+  }
+  // dst[0, n) = the broadcast view of the input over output elements [start, start + n).
+  void gather(const ArgPlan& ap, const Tensor& t, int64_t start, int64_t n, float* dst,
+              std::vector<int64_t>& index) const {
+    const size_t rank = plan.dims.size();
+    index.assign(rank, 0);
+    int64_t offset = 0, rem = start;
+    for (size_t k = rank; k-- > 0;) {
+      index[k] = rem % plan.dims[k];
+      rem /= plan.dims[k];
+      offset += index[k] * ap.strides[k];
+    }
+    const int64_t inner = plan.dims[rank - 1], stride = ap.strides[rank - 1];
+    const float* f = ap.is_bool ? nullptr : t.data<float>();
+    const bool* b = ap.is_bool ? t.data<bool>() : nullptr;
+    auto at = [&](int64_t i) { return f ? f[i] : (b[i] ? 1.0f : 0.0f); };
+    while (n > 0) {
+      const int64_t run = std::min(inner - index[rank - 1], n);
+      if (stride == 0) {
+        std::fill(dst, dst + run, at(offset));
+      } else if (stride == 1 && f) {
+        std::memcpy(dst, f + offset, static_cast<size_t>(run) * sizeof(float));
+      } else {
+        for (int64_t i = 0; i < run; ++i) dst[i] = at(offset + i * stride);
+      }
+      dst += run;
+      n -= run;
+      offset += run * stride;
+      index[rank - 1] += run;
+      if (index[rank - 1] < inner) continue;
+      index[rank - 1] = 0;
+      offset -= inner * stride;
+      for (size_t k = rank - 1; k-- > 0;) {
+        offset += ap.strides[k];
+        if (++index[k] < plan.dims[k]) break;
+        offset -= plan.dims[k] * ap.strides[k];
+        index[k] = 0;
+      }
+    }
+  }
+};
+
+// Collapses the output space and classifies each input (see the file comment).
+void make_plan(ElementwiseKernel& k) {
+  const std::vector<int64_t>& out = k.out_dims;
+  const size_t rank = out.size();
+  const size_t n_in = k.in_dims.size();
+  std::vector<std::vector<int64_t>> padded(n_in, std::vector<int64_t>(rank, 1)), strides(n_in);
+  for (size_t j = 0; j < n_in; ++j) {
+    if (!k.present[j]) continue;
+    const auto& dims = k.in_dims[j];
+    std::copy(dims.begin(), dims.end(), padded[j].begin() + (rank - dims.size()));
+    strides[j].assign(rank, 0);
+    int64_t s = 1;
+    for (size_t a = rank; a-- > 0;) {
+      strides[j][a] = s;
+      s *= padded[j][a];
+    }
+  }
+  std::vector<size_t> group_last;
+  Plan& p = k.plan;
+  for (size_t a = 0; a < rank; ++a) {
+    p.numel *= out[a];
+    if (out[a] == 1) continue;
+    bool merge = !group_last.empty();
+    for (size_t j = 0; merge && j < n_in; ++j) {
+      if (k.present[j] && (padded[j][a] == 1) != (padded[j][group_last.back()] == 1)) merge = false;
+    }
+    if (merge) {
+      p.dims.back() *= out[a];
+      group_last.back() = a;
+    } else {
+      p.dims.push_back(out[a]);
+      group_last.push_back(a);
+    }
+  }
+  if (p.dims.empty()) {
+    p.dims.push_back(1);
+    group_last.push_back(rank);
+  }
+  bool any_strided = false;
+  k.args.resize(n_in);
+  for (size_t j = 0; j < n_in; ++j) {
+    if (!k.present[j]) continue;
+    ArgPlan& ap = k.args[j];
+    if (numel_of(k.in_dims[j]) == 1) {
+      ap.mode = ArgMode::kScalar;
+    } else if (padded[j] == out) {
+      ap.mode = ArgMode::kContiguous;
+    } else {
+      ap.mode = ArgMode::kStrided;
+      any_strided = true;
+      for (size_t last : group_last) {
+        ap.strides.push_back(last >= rank || padded[j][last] == 1 ? 0 : strides[j][last]);
+      }
+    }
+  }
+  const int64_t inner = p.dims.back();
+  p.row_aligned = any_strided && inner >= kRowAlignedMin;
+  if (p.row_aligned) {
+    p.chunks_per_row = (inner + kChunk - 1) / kChunk;
+    p.num_chunks = (p.numel / inner) * p.chunks_per_row;
+  } else {
+    p.num_chunks = (p.numel + kChunk - 1) / kChunk;
+  }
+}
+
+bool supports(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  const OpDef& def = node.def();
+  if (def.scalar == nullptr || def.reference != nullptr) return false;
+  if (node.outputs().size() != 1) return false;
+  const Value* out = node.output(0);
+  if (!static_dims_of(out) && !static_dims_of(out, DType::kBool)) return false;
+  bool any_f32 = false;
+  for (const Value* v : node.inputs()) {
+    if (v == nullptr) continue;
+    if (static_dims_of(v)) {
+      any_f32 = true;
+    } else if (!static_dims_of(v, DType::kBool)) {
+      return false;
+    }
+  }
+  // All-bool inputs compute in int64 in the reference (logic ops): not ours.
+  return any_f32;
+}
+
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  auto k = std::make_unique<ElementwiseKernel>();
+  const ScalarExpr expr = node.def().scalar(ScalarExprContext{AttrReader(node), node});
+  if (expr.empty()) return Status::internal_error(str_cat(node.describe(), ": empty scalar expression"));
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Value* v = node.input(i);
+    k->present.push_back(v != nullptr);
+    k->in_dims.push_back(v ? *static_dims(*v->shape) : std::vector<int64_t>{});
+  }
+  const Value* out = node.output(0);
+  k->out_dims = *static_dims(*out->shape);
+  k->out_bool = out->dtype == DType::kBool;
+  for (size_t i = 0; i < expr.code.size(); ++i) {
+    const ScalarInstr& s = expr.code[i];
+    const int32_t here = static_cast<int32_t>(i);
+    VInstr v{s.op, s.a, s.b, s.c, static_cast<float>(s.value)};
+    if (s.op == ScalarOp::kArg) {
+      if (s.a < 0 || static_cast<size_t>(s.a) >= node.inputs().size() || !k->present[s.a]) {
+        return Status::internal_error(str_cat(node.describe(), ": scalar expression reads absent input ", s.a));
+      }
+    } else if (s.op != ScalarOp::kConst) {
+      const int arity = scalar_op_arity(s.op);
+      const int32_t operands[3] = {s.a, s.b, s.c};
+      for (int j = 0; j < 3; ++j) {
+        const bool ok = j < arity ? (operands[j] >= 0 && operands[j] < here) : operands[j] < 0;
+        if (!ok) {
+          return Status::internal_error(str_cat(node.describe(), ": malformed scalar expression ", expr.to_string()));
+        }
+      }
+    }
+    if (s.op == ScalarOp::kPow) {  // a known constant exponent may have an exact cheap form
+      const ScalarInstr& e = expr.code[s.b];
+      const Tensor* c = e.op == ScalarOp::kArg && static_cast<size_t>(e.a) < ctx.constants.size()
+                            ? ctx.constants[e.a] : nullptr;
+      if (e.op == ScalarOp::kConst) {
+        v.pow_exp = true;
+        v.value = static_cast<float>(e.value);
+      } else if (c != nullptr && c->numel() == 1 && c->dtype() == DType::kF32) {
+        v.pow_exp = true;
+        v.value = c->data<float>()[0];
+      }
+    }
+    k->code.push_back(v);
+  }
+  make_plan(*k);
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    if (k->present[i]) k->args[i].is_bool = node.input(i)->dtype == DType::kBool;
+  }
+  k->in_place_ok = !k->out_bool && k->present.size() > 0 && k->present[0] &&
+                   node.input(0)->dtype == DType::kF32 && k->in_dims[0] == k->out_dims;
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+}  // namespace
+
+std::vector<KernelImpl> elementwise_kernels() {
+  std::vector<KernelImpl> list;
+  for (const OpDef* def : OpRegistry::global().all()) {
+    if (def->scalar != nullptr && def->reference == nullptr && def->domain.empty()) {
+      list.push_back(KernelImpl{"hwy.elementwise", def->name, supports, create});
+    }
+  }
+  return list;
+}
+
+}  // namespace opfuse::hwy_cpu
+#endif  // HWY_ONCE

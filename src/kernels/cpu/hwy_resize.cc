@@ -1,0 +1,188 @@
+// Resize of 4-D NCHW f32 over H and W, nearest or linear (bilinear), with constant scales or
+// sizes. Every per-axis mapping (source index and weights for each output index) is computed at
+// compile time with the same coordinate rules as the reference (ops/resize_kernel.cc); the run
+// is then a gather (nearest) or a 4-tap blend (linear) per output row, rows spread over OpenMP
+// threads. Declined: cubic, tf_crop_and_resize, and any case where N or C would be remapped.
+// The inner loops are scalar gathers: the index pattern is data-independent but irregular, which
+// Highway 1.0 cannot express better than the compiler's own vectorisation.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/hwy_kernels.h"
+#include "ops/op_def.h"
+#include "ops/resize_internal.h"
+
+namespace opfuse::hwy_cpu {
+namespace {
+
+struct Geometry {
+  int64_t in_len = 0, out_len = 0;
+  double scale = 1, len_resized = 1;
+};
+
+// The reference's coordinate_transformation_mode formulas (tf_crop_and_resize is declined).
+double source_coordinate(ResizeCoordMode mode, const Geometry& g, int64_t xo) {
+  const double x = static_cast<double>(xo);
+  switch (mode) {
+    case ResizeCoordMode::kHalfPixel: return (x + 0.5) / g.scale - 0.5;
+    case ResizeCoordMode::kPytorchHalfPixel: return g.len_resized == 1 ? 0.0 : (x + 0.5) / g.scale - 0.5;
+    case ResizeCoordMode::kAlignCorners:
+      return g.len_resized == 1 ? 0.0 : x * static_cast<double>(g.in_len - 1) / (g.len_resized - 1);
+    case ResizeCoordMode::kAsymmetric: return x / g.scale;
+    case ResizeCoordMode::kTfHalfPixelForNn: return (x + 0.5) / g.scale;
+    case ResizeCoordMode::kTfCropAndResize: break;
+  }
+  return x;
+}
+
+int64_t nearest_index(ResizeNearestMode mode, double x) {
+  const double fl = std::floor(x);
+  switch (mode) {
+    case ResizeNearestMode::kRoundPreferFloor: return static_cast<int64_t>(x - fl == 0.5 ? fl : std::round(x));
+    case ResizeNearestMode::kRoundPreferCeil: return static_cast<int64_t>(x - fl == 0.5 ? fl + 1 : std::round(x));
+    case ResizeNearestMode::kFloor: return static_cast<int64_t>(fl);
+    case ResizeNearestMode::kCeil: return static_cast<int64_t>(std::ceil(x));
+  }
+  return static_cast<int64_t>(fl);
+}
+
+// Per output index: two source indices and weights (nearest: weight 1 on the first).
+struct AxisMap {
+  std::vector<int64_t> i0, i1;
+  std::vector<float> w0, w1;
+};
+
+AxisMap axis_map(const ResizeAttrs& a, const Geometry& g) {
+  AxisMap m;
+  const int64_t last = g.in_len - 1;
+  for (int64_t xo = 0; xo < g.out_len; ++xo) {
+    double x = source_coordinate(a.coord, g, xo);
+    if (a.mode == ResizeMode::kNearest) {
+      const int64_t i = std::clamp<int64_t>(nearest_index(a.nearest, x), 0, last);
+      m.i0.push_back(i);
+      m.i1.push_back(i);
+      m.w0.push_back(1.0f);
+      m.w1.push_back(0.0f);
+    } else {
+      x = std::clamp(x, 0.0, static_cast<double>(last));
+      const double fl = std::floor(x);
+      const int64_t i = static_cast<int64_t>(fl);
+      m.i0.push_back(i);
+      m.i1.push_back(std::min<int64_t>(i + 1, last));
+      m.w0.push_back(static_cast<float>(1 - (x - fl)));
+      m.w1.push_back(static_cast<float>(x - fl));
+    }
+  }
+  return m;
+}
+
+bool is_identity(const AxisMap& m) {
+  for (size_t i = 0; i < m.i0.size(); ++i) {
+    if (m.i0[i] != static_cast<int64_t>(i) || (m.w1[i] != 0 && m.i1[i] != m.i0[i])) return false;
+  }
+  return true;
+}
+
+class ResizeKernel final : public Kernel {
+ public:
+  std::vector<int64_t> in_dims, out_dims;
+  AxisMap h, w;
+  bool linear = false;
+  std::string_view name() const override { return "hwy.resize"; }
+  Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    if (in[0] == nullptr || in[0]->dims() != in_dims || out[0] == nullptr || out[0]->dims() != out_dims) {
+      return Status::internal_error("hwy.resize: a tensor does not have its planned shape");
+    }
+    const float* x = in[0]->data<float>();
+    float* y = out[0]->data<float>();
+    const int64_t planes = in_dims[0] * in_dims[1], ih = in_dims[2], iw = in_dims[3];
+    const int64_t oh = out_dims[2], ow = out_dims[3];
+    const int64_t rows = planes * oh;
+    const bool parallel = rows * ow > kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t p = r / oh, yo = r % oh;
+      const float* plane = x + p * ih * iw;
+      const float* r0 = plane + h.i0[yo] * iw;
+      const float* r1 = plane + h.i1[yo] * iw;
+      float* o = y + r * ow;
+      if (!linear) {
+        for (int64_t xo = 0; xo < ow; ++xo) o[xo] = r0[w.i0[xo]];
+        continue;
+      }
+      const float a0 = h.w0[yo], a1 = h.w1[yo];
+      for (int64_t xo = 0; xo < ow; ++xo) {
+        const int64_t c0 = w.i0[xo], c1 = w.i1[xo];
+        const float top = w.w0[xo] * r0[c0] + w.w1[xo] * r0[c1];
+        const float bottom = w.w0[xo] * r1[c0] + w.w1[xo] * r1[c1];
+        o[xo] = a0 * top + a1 * bottom;
+      }
+    }
+    return Status::ok();
+  }
+};
+
+const Tensor* given(const KernelCompileContext& ctx, size_t i) {
+  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
+  return t && t->numel() > 0 ? t : nullptr;
+}
+
+// The kernel, or nullptr when the node is not one this kernel handles.
+std::unique_ptr<ResizeKernel> plan(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  auto in = static_dims_of(node.input(0));
+  auto out = static_dims_of(node.output(0));
+  if (!in || !out || in->size() != 4 || out->size() != 4) return nullptr;
+  for (size_t i = 1; i < node.inputs().size(); ++i) {  // roi/scales/sizes must be known constants
+    if (node.input(i) != nullptr && (i >= ctx.constants.size() || ctx.constants[i] == nullptr)) return nullptr;
+  }
+  auto attrs = parse_resize_attrs(node, AttrReader(node));
+  if (!attrs.is_ok()) return nullptr;
+  const ResizeAttrs& a = attrs.value();
+  if (a.mode == ResizeMode::kCubic || a.coord == ResizeCoordMode::kTfCropAndResize) return nullptr;
+  const Tensor* scales = given(ctx, kResizeScales);
+  const Tensor* sizes = given(ctx, kResizeSizes);
+  if ((scales != nullptr) == (sizes != nullptr)) return nullptr;
+  if ((scales ? scales : sizes)->numel() != 4) return nullptr;
+  std::vector<AxisMap> maps;
+  for (int i = 0; i < 4; ++i) {
+    Geometry g;
+    g.in_len = (*in)[i];
+    g.out_len = (*out)[i];
+    if (g.in_len == 0 || g.out_len == 0) return nullptr;
+    if (scales) {
+      const float s = static_cast<float>(scales->get_double(i));
+      if (!(s > 0)) return nullptr;
+      g.scale = s;
+      g.len_resized = static_cast<double>(g.in_len) * g.scale;
+    } else {
+      g.scale = static_cast<double>(g.out_len) / static_cast<double>(g.in_len);
+      g.len_resized = static_cast<double>(g.out_len);
+    }
+    maps.push_back(axis_map(a, g));
+  }
+  if ((*in)[0] != (*out)[0] || (*in)[1] != (*out)[1] || !is_identity(maps[0]) || !is_identity(maps[1])) {
+    return nullptr;
+  }
+  auto k = std::make_unique<ResizeKernel>();
+  k->in_dims = *in;
+  k->out_dims = *out;
+  k->h = std::move(maps[2]);
+  k->w = std::move(maps[3]);
+  k->linear = a.mode == ResizeMode::kLinear;
+  return k;
+}
+
+bool supports(const KernelCompileContext& ctx) { return plan(ctx) != nullptr; }
+
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  return std::unique_ptr<Kernel>(plan(ctx));
+}
+
+}  // namespace
+
+std::vector<KernelImpl> resize_kernels() {
+  return {KernelImpl{"hwy.resize", "Resize", supports, create}};
+}
+
+}  // namespace opfuse::hwy_cpu
