@@ -73,6 +73,7 @@ TEST_P(ZooTest, MatchesPyTorch) {
   SessionOptions options;
   options.mode = GetParam().mode;
   options.level = GetParam().level;
+  options.pipeline.verify_after_each = true;  // every pass must leave a valid graph
   auto session = Session::create(std::move(*graph), options);
   ASSERT_TRUE(session.is_ok()) << session.status().message();
 

@@ -73,7 +73,7 @@ class CliTest : public testing::Test {
 
 TEST_F(CliTest, HelpAndUsage) {
   EXPECT_EQ(run_cli("--help").exit_code, 0);
-  for (const char* cmd : {"info", "run", "demo"}) {
+  for (const char* cmd : {"info", "run", "bench", "demo"}) {
     CommandResult r = run_cli(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find(cmd), std::string::npos) << r.output;
@@ -166,12 +166,36 @@ TEST_F(CliTest, WrongInputsNameTheInputAndBothTypes) {
   EXPECT_NE(r.output.find("missing input 'x'"), std::string::npos) << r.output;
 }
 
+TEST_F(CliTest, ModesLevelsAndPassSelection) {
+  const std::string model = write_model("relu.onnx");
+  for (const char* flags : {"--mode eager", "--mode graph --level O0", "--mode graph --level O1 --threads 1"}) {
+    CommandResult r = run_cli("run " + model + " --random " + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.output;
+  }
+  CommandResult bad_level = run_cli("run " + model + " --random --level O7");
+  EXPECT_EQ(bad_level.exit_code, 1);
+  EXPECT_NE(bad_level.output.find("O7"), std::string::npos) << bad_level.output;
+  CommandResult bad_pass = run_cli("run " + model + " --random --passes dce,no_such_pass");
+  EXPECT_EQ(bad_pass.exit_code, 1);
+  EXPECT_NE(bad_pass.output.find("no_such_pass"), std::string::npos) << bad_pass.output;
+  EXPECT_NE(bad_pass.output.find("constant_fold"), std::string::npos) << "lists the valid passes";
+  CommandResult printed = run_cli("run " + model + " --random --passes simplify,dce --print-after-all");
+  EXPECT_EQ(printed.exit_code, 0) << printed.output;
+  CommandResult bench = run_cli("bench " + model + " --iters 3 --warmup 1 --json");
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  for (const char* field : {"\"median_ms\"", "\"min_ms\"", "\"p90_ms\"", "\"arena_bytes\"",
+                            "\"peak_rss_bytes\"", "\"kernels\":1"}) {
+    EXPECT_NE(bench.output.find(field), std::string::npos) << field << " in " << bench.output;
+  }
+}
+
 TEST_F(CliTest, DemoRunsAndReportsWhatItDid) {
   CommandResult r = run_cli("demo --size 64 --runs 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Conv"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("probabilities sum to 1.0000"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("bit-identical: yes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("graph mode matches eager: yes"), std::string::npos) << r.output;
   EXPECT_EQ(run_cli("demo --size 3").exit_code, 1);
 }
 
