@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "passes/pass.h"
 #include "runtime/eager.h"
 #include "runtime/memory_plan.h"
 
@@ -38,6 +39,9 @@ class CompiledPlan {
   int64_t intermediate_bytes() const { return memory_.total_bytes; }
   // "Conv 'conv1' -> onednn.conv" lines, in execution order.
   std::vector<std::string> describe_steps() const;
+  // What the passes that produced this plan's graph decided (folds applied, refusals and why).
+  const std::vector<PassDecision>& pass_decisions() const { return decisions_; }
+  void set_pass_decisions(std::vector<PassDecision> decisions) { decisions_ = std::move(decisions); }
 
  private:
   enum class SlotKind { kConstant, kGraphInput, kGraphOutput, kArena };
@@ -69,6 +73,7 @@ class CompiledPlan {
   std::vector<BufferRequest> buffers_;
   std::vector<int> output_slots_;  // per graph output
   MemoryPlan memory_;
+  std::vector<PassDecision> decisions_;
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<Arena>> pool_;
 };

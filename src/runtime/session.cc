@@ -78,6 +78,7 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   CompileOptions compile;
   compile.threads = options_.threads;
   OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
+  plan->set_pass_decisions(std::move(context.decisions));
   return std::shared_ptr<const CompiledPlan>(std::move(plan));
 }
 

@@ -89,6 +89,10 @@ TEST_F(CliTest, InfoPrintsSignatureAndHistogram) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("x: f32[2,3]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Relu"), std::string::npos) << r.output;
+  r = run_cli("info " + model + " --level O1 --steps");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("graph mode O1: 1 kernels per run"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Relu node 'the_node' -> hwy.elementwise"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, BadModelFilesAreUserErrorsNamingTheFile) {
