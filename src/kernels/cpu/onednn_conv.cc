@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ops/conv_common.h"
+#include "ops/fused.h"
 #include "ops/nn_common.h"
 
 namespace opfuse::onednn {
@@ -159,5 +160,84 @@ Result<std::unique_ptr<Kernel>> conv_create(const KernelCompileContext& ctx) {
 }  // namespace
 
 KernelImpl onednn_conv_kernel() { return {"onednn.conv", "Conv", conv_supports, conv_create}; }
+
+// ---------------------------------------------------------------- opfuse::FusedConv
+
+namespace {
+
+// The epilogue as oneDNN post-ops; nullopt when one has no oneDNN counterpart. `residual_index`
+// is the post-op position of the binary add (its argument binds input 3), or -1.
+std::optional<dnnl::post_ops> make_post_ops(const Node& node, int& residual_index) {
+  auto epilogue = read_epilogue(node);
+  if (!epilogue.is_ok()) return std::nullopt;
+  dnnl::post_ops ops;
+  residual_index = -1;
+  for (const PostOp& op : *epilogue) {
+    using A = dnnl::algorithm;
+    A alg = A::undef;
+    switch (op.spec->dnnl) {
+      case DnnlPostOp::kEltwiseRelu: alg = A::eltwise_relu; break;
+      case DnnlPostOp::kEltwiseClip: alg = A::eltwise_clip; break;
+      case DnnlPostOp::kEltwiseLogistic: alg = A::eltwise_logistic; break;
+      case DnnlPostOp::kEltwiseSwish: alg = A::eltwise_swish; break;
+      case DnnlPostOp::kEltwiseHardswish: alg = A::eltwise_hardswish; break;
+      case DnnlPostOp::kEltwiseTanh: alg = A::eltwise_tanh; break;
+      case DnnlPostOp::kEltwiseElu: alg = A::eltwise_elu; break;
+      case DnnlPostOp::kEltwiseGeluErf: alg = A::eltwise_gelu_erf; break;
+      case DnnlPostOp::kBinaryAdd: {
+        const auto y = static_f32_dims(node.output(0));
+        if (!y || residual_index >= 0 || !node.has_input(3)) return std::nullopt;
+        residual_index = ops.len();
+        // The residual stays in the graph's plain layout; oneDNN reads it as such.
+        ops.append_binary(A::binary_add, plain_desc(*y));
+        continue;
+      }
+      case DnnlPostOp::kNone: return std::nullopt;
+    }
+    const float* p = op.params.data();
+    ops.append_eltwise(1.0f, alg, op.spec->dnnl_alpha(p), op.spec->dnnl_beta(p));
+  }
+  return ops;
+}
+
+PrimitivePlan build_fused_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
+                               const dnnl::post_ops& ops, int residual_index) {
+  PrimitivePlan plan = build_conv_plan(ctx, g, ops);
+  if (residual_index >= 0) {
+    plan.bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_index) | DNNL_ARG_SRC_1, 3,
+                             g.y, plain_desc(g.y), {}});
+  }
+  return plan;
+}
+
+bool fused_conv_supports(const KernelCompileContext& ctx) {
+  if (ctx.node.domain() != kFusedDomain) return false;
+  const auto g = conv_geometry(ctx, false);
+  int residual = -1;
+  const auto ops = make_post_ops(ctx.node, residual);
+  if (!g || !ops) return false;
+  if (residual >= 0 && static_f32_dims(ctx.node.input(3)) != g->y) return false;
+  return try_dnnl<bool>([&] {
+           build_fused_plan(ctx, *g, *ops, residual);
+           return true;
+         }).has_value();
+}
+
+Result<std::unique_ptr<Kernel>> fused_conv_create(const KernelCompileContext& ctx) {
+  const auto g = conv_geometry(ctx, false);
+  int residual = -1;
+  const auto ops = make_post_ops(ctx.node, residual);
+  if (!g || !ops) {
+    return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.fused_conv node"));
+  }
+  return make_kernel("onednn.fused_conv", ctx.node,
+                     [&] { return build_fused_plan(ctx, *g, *ops, residual); });
+}
+
+}  // namespace
+
+KernelImpl onednn_fused_conv_kernel() {
+  return {"onednn.fused_conv", "FusedConv", fused_conv_supports, fused_conv_create};
+}
 
 }  // namespace opfuse::onednn
