@@ -10,6 +10,7 @@
 #include "core/npy.h"
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
+#include "kernels/kernel.h"
 #include "ops/fused.h"
 #include "passes/infer_shapes.h"
 #include "passes/pass.h"
@@ -228,6 +229,38 @@ TEST(FuseEpilogueTest, ResnetTinyAtO2HasNoReluAndEveryResidualAddFused) {
   }
   EXPECT_EQ(residuals, adds_before);
   EXPECT_GT(adds_before, 0);
+}
+
+TEST(FuseEpilogueTest, ResnetTinyFusedConvsAllGetTheOneDnnKernel) {
+  auto model = load_zoo("resnet_tiny");
+  if (!model) GTEST_SKIP() << "zoo model resnet_tiny not available";
+  PassContext ctx;
+  ASSERT_TRUE(run_pipeline(model->graph, OptLevel::kO2, {}, ctx).is_ok());
+  int fused = 0;
+  for (const Node* n : model->graph.nodes()) {
+    if (n->op_type() != "FusedConv") continue;
+    ++fused;
+    std::vector<const Tensor*> constants;
+    for (const Value* v : n->inputs()) constants.push_back(v ? v->constant() : nullptr);
+    auto kernel = create_kernel(KernelCompileContext{*n, constants, 1});
+    ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+    EXPECT_EQ((*kernel)->name(), "onednn.fused_conv") << n->describe();
+  }
+  EXPECT_GT(fused, 0);
+}
+
+TEST(FuseEpilogueTest, RunsAtO2AndO3ButNotO1) {
+  auto has = [](OptLevel level) {
+    for (const PipelineStage& stage : pipeline_for(level)) {
+      for (std::string_view p : stage.passes) {
+        if (p == "fuse_epilogue") return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_FALSE(has(OptLevel::kO1));
+  EXPECT_TRUE(has(OptLevel::kO2));
+  EXPECT_TRUE(has(OptLevel::kO3));
 }
 
 }  // namespace

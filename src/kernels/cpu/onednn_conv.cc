@@ -1,6 +1,8 @@
 #include "kernels/cpu/onednn_conv.h"
 
+#include <span>
 #include <string>
+#include <unordered_map>
 
 #include "ops/conv_common.h"
 #include "ops/fused.h"
@@ -162,17 +164,28 @@ Result<std::unique_ptr<Kernel>> conv_create(const KernelCompileContext& ctx) {
 KernelImpl onednn_conv_kernel() { return {"onednn.conv", "Conv", conv_supports, conv_create}; }
 
 // ---------------------------------------------------------------- opfuse::FusedConv
+//
+// Eltwise post-ops go into the convolution primitive. The residual add has two forms:
+//  - in the primitive, as a binary add post-op reading the residual (input 3) in its plain
+//    layout: used when the convolution runs a direct (jit, blocked) implementation;
+//  - split: the convolution with the post-ops before the add, then one oneDNN binary primitive
+//    y = tail(y + r) in place on the output. Used when the convolution runs oneDNN 2.6's GEMM
+//    implementation (plain 1x1 convs, e.g. ResNet's residual convs), which applies a full-tensor
+//    binary post-op (and a sum post-op) element by element with index arithmetic: 10-60x slower
+//    than the convolution itself. The split costs one pass over y and r, still one fewer than
+//    the unfused Add + Relu.
 
 namespace {
 
-// The epilogue as oneDNN post-ops; nullopt when one has no oneDNN counterpart. `residual_index`
-// is the post-op position of the binary add (its argument binds input 3), or -1.
-std::optional<dnnl::post_ops> make_post_ops(const Node& node, int& residual_index) {
-  auto epilogue = read_epilogue(node);
-  if (!epilogue.is_ok()) return std::nullopt;
-  dnnl::post_ops ops;
+using PostOps = std::vector<PostOp>;
+
+// `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart. The residual add (if in
+// `ops`) becomes a binary add post-op of `y_md`; `residual_index` gets its position, or -1.
+std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
+                                            int& residual_index) {
+  dnnl::post_ops out;
   residual_index = -1;
-  for (const PostOp& op : *epilogue) {
+  for (const PostOp& op : ops) {
     using A = dnnl::algorithm;
     A alg = A::undef;
     switch (op.spec->dnnl) {
@@ -184,54 +197,141 @@ std::optional<dnnl::post_ops> make_post_ops(const Node& node, int& residual_inde
       case DnnlPostOp::kEltwiseTanh: alg = A::eltwise_tanh; break;
       case DnnlPostOp::kEltwiseElu: alg = A::eltwise_elu; break;
       case DnnlPostOp::kEltwiseGeluErf: alg = A::eltwise_gelu_erf; break;
-      case DnnlPostOp::kBinaryAdd: {
-        const auto y = static_f32_dims(node.output(0));
-        if (!y || residual_index >= 0 || !node.has_input(3)) return std::nullopt;
-        residual_index = ops.len();
-        // The residual stays in the graph's plain layout; oneDNN reads it as such.
-        ops.append_binary(A::binary_add, plain_desc(*y));
+      case DnnlPostOp::kBinaryAdd:
+        if (residual_index >= 0) return std::nullopt;
+        residual_index = out.len();
+        out.append_binary(A::binary_add, y_md);
         continue;
-      }
       case DnnlPostOp::kNone: return std::nullopt;
     }
     const float* p = op.params.data();
-    ops.append_eltwise(1.0f, alg, op.spec->dnnl_alpha(p), op.spec->dnnl_beta(p));
+    out.append_eltwise(1.0f, alg, op.spec->dnnl_alpha(p), op.spec->dnnl_beta(p));
   }
-  return ops;
+  return out;
 }
 
-PrimitivePlan build_fused_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
-                               const dnnl::post_ops& ops, int residual_index) {
-  PrimitivePlan plan = build_conv_plan(ctx, g, ops);
-  if (residual_index >= 0) {
-    plan.bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_index) | DNNL_ARG_SRC_1, 3,
-                             g.y, plain_desc(g.y), {}});
+// The convolution with the residual add as a binary post-op.
+std::optional<PrimitivePlan> in_primitive_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
+                                               const PostOps& epilogue) {
+  int residual = -1;
+  const auto ops = make_post_ops(epilogue, plain_desc(g.y), residual);
+  if (!ops) return std::nullopt;
+  auto plan = try_dnnl<PrimitivePlan>([&] { return build_conv_plan(ctx, g, *ops); });
+  if (plan && residual >= 0) {
+    plan->bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3, g.y,
+                              plain_desc(g.y), {}});
   }
   return plan;
 }
 
-bool fused_conv_supports(const KernelCompileContext& ctx) {
-  if (ctx.node.domain() != kFusedDomain) return false;
-  const auto g = conv_geometry(ctx, false);
-  int residual = -1;
-  const auto ops = make_post_ops(ctx.node, residual);
-  if (!g || !ops) return false;
-  if (residual >= 0 && static_f32_dims(ctx.node.input(3)) != g->y) return false;
-  return try_dnnl<bool>([&] {
-           build_fused_plan(ctx, *g, *ops, residual);
-           return true;
-         }).has_value();
+std::string impl_of(const dnnl::primitive& prim) {
+  const_dnnl_primitive_desc_t pd = nullptr;
+  const char* info = nullptr;
+  if (dnnl_primitive_get_primitive_desc(prim.get(), &pd) != dnnl_success ||
+      dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) != dnnl_success) {
+    return "";
+  }
+  return info ? info : "";
 }
 
-Result<std::unique_ptr<Kernel>> fused_conv_create(const KernelCompileContext& ctx) {
+// The split form's second step: y = tail(y + r), a oneDNN binary primitive run in place.
+class SplitResidualKernel final : public Kernel {
+ public:
+  SplitResidualKernel(std::unique_ptr<Kernel> conv, dnnl::binary add, dnnl::memory::desc md,
+                      dnnl::memory::desc scratchpad)
+      : conv_(std::move(conv)), add_(std::move(add)), md_(md), scratchpad_(scratchpad) {}
+
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
+    OPFUSE_TRY(conv_->run(inputs, outputs));  // the conv plan does not bind input 3
+    const Tensor* r = inputs.size() > 3 ? inputs[3] : nullptr;
+    Tensor* y = outputs.empty() ? nullptr : outputs[0];
+    if (r == nullptr || y == nullptr || r->dtype() != DType::kF32 || r->nbytes() != md_.get_size() ||
+        y->nbytes() != md_.get_size()) {
+      return Status::internal_error("onednn.fused_conv: residual and output differ from the plan");
+    }
+    try {
+      const dnnl::engine& engine = cpu_engine();
+      thread_local dnnl::stream stream(cpu_engine());
+      dnnl::memory ym(md_, engine, y->raw_data());
+      dnnl::memory rm(md_, engine, const_cast<void*>(r->raw_data()));
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC_0, ym}, {DNNL_ARG_SRC_1, rm}, {DNNL_ARG_DST, ym}};
+      std::vector<char> pad(scratchpad_.get_size());
+      if (!pad.empty()) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine, pad.data()));
+      add_.execute(stream, args);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return Status::internal_error(str_cat("onednn.fused_conv residual add failed: ", e.what()));
+    }
+    return Status::ok();
+  }
+  std::string_view name() const override { return conv_->name(); }
+
+ private:
+  std::unique_ptr<Kernel> conv_;
+  dnnl::binary add_;
+  dnnl::memory::desc md_, scratchpad_;
+};
+
+struct FusedPlan {
+  PrimitivePlan conv;
+  // Split form: the binary primitive applying `+ r` and the post-ops after it.
+  std::optional<dnnl::binary::primitive_desc> add;
+};
+
+std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
+  if (ctx.node.domain() != kFusedDomain) return std::nullopt;
   const auto g = conv_geometry(ctx, false);
-  int residual = -1;
-  const auto ops = make_post_ops(ctx.node, residual);
-  if (!g || !ops) {
+  auto epilogue = read_epilogue(ctx.node);
+  if (!g || !epilogue.is_ok()) return std::nullopt;
+  size_t add_at = epilogue->size();
+  for (size_t i = 0; i < epilogue->size(); ++i) {
+    if ((*epilogue)[i].spec->dnnl == DnnlPostOp::kBinaryAdd) add_at = i;
+  }
+  const bool residual = add_at < epilogue->size();
+  if (residual && (!ctx.node.has_input(3) || static_f32_dims(ctx.node.input(3)) != g->y)) {
+    return std::nullopt;
+  }
+  auto whole = in_primitive_plan(ctx, *g, *epilogue);
+  if (whole) {
+    const std::string impl = impl_of(whole->prim);
+    const bool slow = impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
+    if (!residual || !slow) return FusedPlan{std::move(*whole), std::nullopt};
+  }
+  if (!residual) return std::nullopt;
+  // Split: the conv with the post-ops before the add, then a binary add with those after it.
+  const PostOps head(epilogue->begin(), epilogue->begin() + add_at);
+  const PostOps tail(epilogue->begin() + add_at + 1, epilogue->end());
+  auto conv = in_primitive_plan(ctx, *g, head);
+  int unused = -1;
+  const dnnl::memory::desc y_md = plain_desc(g->y);
+  const auto tail_ops = make_post_ops(tail, y_md, unused);
+  if (!conv || !tail_ops) return std::nullopt;
+  auto add = try_dnnl<dnnl::binary::primitive_desc>([&] {
+    const dnnl::binary::desc desc(dnnl::algorithm::binary_add, y_md, y_md, y_md);
+    return dnnl::binary::primitive_desc(desc, make_attr(*tail_ops), cpu_engine());
+  });
+  if (!add) return std::nullopt;
+  return FusedPlan{std::move(*conv), std::move(*add)};
+}
+
+bool fused_conv_supports(const KernelCompileContext& ctx) { return fused_plan(ctx).has_value(); }
+
+Result<std::unique_ptr<Kernel>> fused_conv_create(const KernelCompileContext& ctx) {
+  auto plan = fused_plan(ctx);
+  if (!plan) {
     return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.fused_conv node"));
   }
-  return make_kernel("onednn.fused_conv", ctx.node,
-                     [&] { return build_fused_plan(ctx, *g, *ops, residual); });
+  OPFUSE_ASSIGN_OR_RETURN(auto kernel, make_kernel("onednn.fused_conv", ctx.node,
+                                                   [&] { return std::move(plan->conv); }));
+  if (!plan->add) return kernel;
+  try {
+    return std::unique_ptr<Kernel>(std::make_unique<SplitResidualKernel>(
+        std::move(kernel), dnnl::binary(*plan->add), plan->add->dst_desc(),
+        plan->add->scratchpad_desc()));
+  } catch (const dnnl::error& e) {
+    return Status::internal_error(str_cat(ctx.node.describe(), ": oneDNN binary add: ", e.what()));
+  }
 }
 
 }  // namespace
