@@ -165,15 +165,15 @@ KernelImpl onednn_conv_kernel() { return {"onednn.conv", "Conv", conv_supports, 
 
 // ---------------------------------------------------------------- opfuse::FusedConv
 //
-// Eltwise post-ops go into the convolution primitive. The residual add has two forms:
-//  - in the primitive, as a binary add post-op reading the residual (input 3) in its plain
-//    layout: used when the convolution runs a direct (jit, blocked) implementation;
-//  - split: the convolution with the post-ops before the add, then one oneDNN binary primitive
-//    y = tail(y + r) in place on the output. Used when the convolution runs oneDNN 2.6's GEMM
-//    implementation (plain 1x1 convs, e.g. ResNet's residual convs), which applies a full-tensor
-//    binary post-op (and a sum post-op) element by element with index arithmetic: 10-60x slower
-//    than the convolution itself. The split costs one pass over y and r, still one fewer than
-//    the unfused Add + Relu.
+// The epilogue normally goes into the convolution primitive as post-ops (eltwise ones, and the
+// residual add as a binary post-op reading input 3 in its plain layout). Exception: when the
+// convolution runs oneDNN 2.6's GEMM implementation (plain 1x1 convs: ResNet's and MobileNet's
+// pointwise convs), only ReLU is cheap there; other post-ops are applied element by element
+// with index arithmetic (measured: clip 3-7x, binary add or sum 10-60x the convolution's own
+// time). Then the kernel is split: the convolution with its leading ReLUs, then one oneDNN
+// binary primitive run in place on the output, y = rest(y + r) (r = the residual when the rest
+// starts with the add, else a zero scalar; a later add is a binary post-op of that primitive).
+// The split costs one pass over y, one fewer than the unfused ops.
 
 namespace {
 
@@ -234,34 +234,42 @@ std::string impl_of(const dnnl::primitive& prim) {
   return info ? info : "";
 }
 
-// The split form's second step: y = tail(y + r), a oneDNN binary primitive run in place.
-class SplitResidualKernel final : public Kernel {
+// The split form's second step: y = post_ops(y + src1) with a oneDNN binary primitive, in place.
+// src1 is the residual (input 3) or a zero scalar; `residual_arg` binds input 3 as a binary
+// post-op argument when the add comes later in the list.
+class SplitEpilogueKernel final : public Kernel {
  public:
-  SplitResidualKernel(std::unique_ptr<Kernel> conv, dnnl::binary add, dnnl::memory::desc md,
-                      dnnl::memory::desc scratchpad)
-      : conv_(std::move(conv)), add_(std::move(add)), md_(md), scratchpad_(scratchpad) {}
+  SplitEpilogueKernel(std::unique_ptr<Kernel> conv, const dnnl::binary::primitive_desc& pd,
+                      bool src1_is_residual, int residual_arg)
+      : conv_(std::move(conv)), add_(pd), md_(pd.dst_desc()), src1_md_(pd.src_desc(1)),
+        scratchpad_(pd.scratchpad_desc()), src1_is_residual_(src1_is_residual),
+        residual_arg_(residual_arg) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
     OPFUSE_TRY(conv_->run(inputs, outputs));  // the conv plan does not bind input 3
-    const Tensor* r = inputs.size() > 3 ? inputs[3] : nullptr;
     Tensor* y = outputs.empty() ? nullptr : outputs[0];
-    if (r == nullptr || y == nullptr || r->dtype() != DType::kF32 || r->nbytes() != md_.get_size() ||
-        y->nbytes() != md_.get_size()) {
-      return Status::internal_error("onednn.fused_conv: residual and output differ from the plan");
+    const Tensor* r = inputs.size() > 3 ? inputs[3] : nullptr;
+    const bool wants_r = src1_is_residual_ || residual_arg_ != 0;
+    if (y == nullptr || y->dtype() != DType::kF32 || y->nbytes() != md_.get_size() ||
+        (wants_r && (r == nullptr || r->dtype() != DType::kF32 || r->nbytes() != md_.get_size()))) {
+      return Status::internal_error("onednn.fused_conv: residual or output differ from the plan");
     }
     try {
       const dnnl::engine& engine = cpu_engine();
       thread_local dnnl::stream stream(cpu_engine());
+      float zero = 0.0f;
       dnnl::memory ym(md_, engine, y->raw_data());
-      dnnl::memory rm(md_, engine, const_cast<void*>(r->raw_data()));
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC_0, ym}, {DNNL_ARG_SRC_1, rm}, {DNNL_ARG_DST, ym}};
+      std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC_0, ym}, {DNNL_ARG_DST, ym}};
+      void* r_data = r ? const_cast<void*>(r->raw_data()) : nullptr;
+      args.emplace(DNNL_ARG_SRC_1, src1_is_residual_ ? dnnl::memory(md_, engine, r_data)
+                                                     : dnnl::memory(src1_md_, engine, &zero));
+      if (residual_arg_ != 0) args.emplace(residual_arg_, dnnl::memory(md_, engine, r_data));
       std::vector<char> pad(scratchpad_.get_size());
       if (!pad.empty()) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine, pad.data()));
       add_.execute(stream, args);
       stream.wait();
     } catch (const dnnl::error& e) {
-      return Status::internal_error(str_cat("onednn.fused_conv residual add failed: ", e.what()));
+      return Status::internal_error(str_cat("onednn.fused_conv epilogue failed: ", e.what()));
     }
     return Status::ok();
   }
@@ -270,13 +278,20 @@ class SplitResidualKernel final : public Kernel {
  private:
   std::unique_ptr<Kernel> conv_;
   dnnl::binary add_;
-  dnnl::memory::desc md_, scratchpad_;
+  dnnl::memory::desc md_, src1_md_, scratchpad_;
+  bool src1_is_residual_;
+  int residual_arg_;  // DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, or 0
+};
+
+struct SplitPart {
+  dnnl::binary::primitive_desc pd;
+  bool src1_is_residual = false;
+  int residual_arg = 0;
 };
 
 struct FusedPlan {
   PrimitivePlan conv;
-  // Split form: the binary primitive applying `+ r` and the post-ops after it.
-  std::optional<dnnl::binary::primitive_desc> add;
+  std::optional<SplitPart> split;  // the second primitive, when split
 };
 
 std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
@@ -284,35 +299,39 @@ std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
   const auto g = conv_geometry(ctx, false);
   auto epilogue = read_epilogue(ctx.node);
   if (!g || !epilogue.is_ok()) return std::nullopt;
-  size_t add_at = epilogue->size();
-  for (size_t i = 0; i < epilogue->size(); ++i) {
-    if ((*epilogue)[i].spec->dnnl == DnnlPostOp::kBinaryAdd) add_at = i;
-  }
-  const bool residual = add_at < epilogue->size();
+  bool residual = false;
+  for (const PostOp& op : *epilogue) residual |= op.spec->dnnl == DnnlPostOp::kBinaryAdd;
   if (residual && (!ctx.node.has_input(3) || static_f32_dims(ctx.node.input(3)) != g->y)) {
     return std::nullopt;
   }
   auto whole = in_primitive_plan(ctx, *g, *epilogue);
+  // Leading plain ReLUs stay in the primitive even when it is split.
+  size_t keep = 0;
+  while (keep < epilogue->size() && (*epilogue)[keep].spec->name == "relu") ++keep;
   if (whole) {
     const std::string impl = impl_of(whole->prim);
-    const bool slow = impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
-    if (!residual || !slow) return FusedPlan{std::move(*whole), std::nullopt};
+    const bool gemm = impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
+    if (!gemm || keep == epilogue->size()) return FusedPlan{std::move(*whole), std::nullopt};
   }
-  if (!residual) return std::nullopt;
-  // Split: the conv with the post-ops before the add, then a binary add with those after it.
-  const PostOps head(epilogue->begin(), epilogue->begin() + add_at);
-  const PostOps tail(epilogue->begin() + add_at + 1, epilogue->end());
+  if (keep == epilogue->size()) return std::nullopt;
+  const PostOps head(epilogue->begin(), epilogue->begin() + keep);
+  PostOps rest(epilogue->begin() + keep, epilogue->end());
+  SplitPart split{{}, rest.front().spec->dnnl == DnnlPostOp::kBinaryAdd, 0};
+  if (split.src1_is_residual) rest.erase(rest.begin());
   auto conv = in_primitive_plan(ctx, *g, head);
-  int unused = -1;
+  int residual_index = -1;
   const dnnl::memory::desc y_md = plain_desc(g->y);
-  const auto tail_ops = make_post_ops(tail, y_md, unused);
-  if (!conv || !tail_ops) return std::nullopt;
-  auto add = try_dnnl<dnnl::binary::primitive_desc>([&] {
-    const dnnl::binary::desc desc(dnnl::algorithm::binary_add, y_md, y_md, y_md);
-    return dnnl::binary::primitive_desc(desc, make_attr(*tail_ops), cpu_engine());
+  const auto rest_ops = make_post_ops(rest, y_md, residual_index);
+  if (!conv || !rest_ops) return std::nullopt;
+  if (residual_index >= 0) split.residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_index) | DNNL_ARG_SRC_1;
+  const dnnl::memory::desc src1_md = split.src1_is_residual ? y_md : plain_desc(Dims(g->y.size(), 1));
+  auto pd = try_dnnl<dnnl::binary::primitive_desc>([&] {
+    const dnnl::binary::desc desc(dnnl::algorithm::binary_add, y_md, src1_md, y_md);
+    return dnnl::binary::primitive_desc(desc, make_attr(*rest_ops), cpu_engine());
   });
-  if (!add) return std::nullopt;
-  return FusedPlan{std::move(*conv), std::move(*add)};
+  if (!pd) return std::nullopt;
+  split.pd = *pd;
+  return FusedPlan{std::move(*conv), std::move(split)};
 }
 
 bool fused_conv_supports(const KernelCompileContext& ctx) { return fused_plan(ctx).has_value(); }
@@ -324,13 +343,12 @@ Result<std::unique_ptr<Kernel>> fused_conv_create(const KernelCompileContext& ct
   }
   OPFUSE_ASSIGN_OR_RETURN(auto kernel, make_kernel("onednn.fused_conv", ctx.node,
                                                    [&] { return std::move(plan->conv); }));
-  if (!plan->add) return kernel;
+  if (!plan->split) return kernel;
   try {
-    return std::unique_ptr<Kernel>(std::make_unique<SplitResidualKernel>(
-        std::move(kernel), dnnl::binary(*plan->add), plan->add->dst_desc(),
-        plan->add->scratchpad_desc()));
+    return std::unique_ptr<Kernel>(std::make_unique<SplitEpilogueKernel>(
+        std::move(kernel), plan->split->pd, plan->split->src1_is_residual, plan->split->residual_arg));
   } catch (const dnnl::error& e) {
-    return Status::internal_error(str_cat(ctx.node.describe(), ": oneDNN binary add: ", e.what()));
+    return Status::internal_error(str_cat(ctx.node.describe(), ": oneDNN epilogue primitive: ", e.what()));
   }
 }
 
