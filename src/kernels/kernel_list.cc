@@ -14,6 +14,7 @@ const std::vector<KernelImpl>& all_kernels() {
     std::vector<KernelImpl> list = {
         // oneDNN (kernels/cpu/onednn_*.cc): anchors and pooling.
         onednn::onednn_conv_kernel(),
+        onednn::onednn_fused_conv_kernel(),
         onednn::onednn_conv_transpose_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),

@@ -12,7 +12,8 @@ std::vector<OpDef> elementwise_ops();  // ops/elementwise.cc: unary, binary, act
 std::vector<OpDef> nn_ops();           // ops/nn.cc: Conv, ConvTranspose, pools, BatchNorm, MatMul, Gemm
 std::vector<OpDef> reduction_ops();    // ops/reduction.cc: Reduce*, Softmax, LayerNormalization
 std::vector<OpDef> tensor_ops();       // ops/tensor.cc: Reshape, Transpose, Concat, Slice, Gather, Pad ...
-std::vector<OpDef> resize_ops();       // ops/resize.cc: Resize (nearest, linear, cubic)
+std::vector<OpDef> resize_ops();
+std::vector<OpDef> fused_ops();        // ops/fused.cc: opfuse::FusedConv (anchors with epilogues)       // ops/resize.cc: Resize (nearest, linear, cubic)
 
 // Every built-in record, in family order.
 std::vector<OpDef> builtin_ops();

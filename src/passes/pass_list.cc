@@ -15,6 +15,8 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
+      {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
+       run_fuse_epilogue_pass},
   };
   return passes;
 }

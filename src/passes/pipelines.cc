@@ -20,11 +20,19 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
       {{"fold_batchnorm", "dce"}, false, "fold inference BatchNormalization into its Conv/Gemm/MatMul"},
       {{"infer_shapes"}, false, "refresh shapes for planning after the rewrites"},
   };
+  static const std::vector<PipelineStage> o2 = [] {
+    std::vector<PipelineStage> stages(o1.begin(), o1.end() - 1);
+    // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now.
+    stages.push_back({{"fuse_epilogue", "dce"}, false,
+                      "fuse activations and residual Adds into their Conv (one pass over memory)"});
+    stages.push_back(o1.back());
+    return stages;
+  }();
   switch (level) {
     case OptLevel::kO0: return o0;
-    case OptLevel::kO1:
-    case OptLevel::kO2:  // filled by the fusion work; until then the O1 pipeline
-    case OptLevel::kO3: return o1;
+    case OptLevel::kO1: return o1;
+    case OptLevel::kO2:
+    case OptLevel::kO3: return o2;  // O3 adds nothing beyond O2 yet
   }
   return o0;
 }

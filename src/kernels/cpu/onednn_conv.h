@@ -29,5 +29,9 @@ PrimitivePlan build_conv_plan(const KernelCompileContext& ctx, const ConvGeometr
                               const dnnl::post_ops& post_ops);
 
 KernelImpl onednn_conv_kernel();  // "onednn.conv"
+// opfuse::FusedConv: the same primitive with the epilogue as oneDNN post-ops (eltwise, and a
+// binary add of the residual input 3 in the output's plain layout). Unsupported post-ops leave
+// the node to its reference kernel.
+KernelImpl onednn_fused_conv_kernel();  // "onednn.fused_conv"
 
 }  // namespace opfuse::onednn

@@ -1,0 +1,60 @@
+// Fused anchors in opfuse's own domain "opfuse" (ops/fused.cc). An anchor with an epilogue:
+//   opfuse::FusedConv(X, W, [B], [R]) {Conv's attributes, epilogue = ["relu"] ...}
+// computes Y = Conv(X, W, B) and then applies the post-ops of `epilogue` in order, elementwise.
+// A post-op is written "name" or "name:p1:p2" (its float parameters, %.9g so they round-trip):
+//   relu | leaky_relu:alpha | clip:min:max | sigmoid | sigmoid_mul (x * sigmoid(x), SiLU) |
+//   hardswish | tanh | elu:alpha | gelu_erf | add (y += R, the residual: input 3, Y's shape).
+// The vocabulary is one table (kPostOps below): the fuser, the reference kernel and the oneDNN
+// kernel all read it.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/op_def.h"
+
+namespace opfuse {
+
+constexpr std::string_view kFusedDomain = "opfuse";
+
+// How a post-op maps to oneDNN (kernels/cpu/onednn_conv.cc turns it into a dnnl::algorithm):
+// an eltwise post-op with alpha/beta, or a binary add of the residual input.
+enum class DnnlPostOp {
+  kNone, kEltwiseRelu, kEltwiseClip, kEltwiseLogistic, kEltwiseSwish, kEltwiseHardswish,
+  kEltwiseTanh, kEltwiseElu, kEltwiseGeluErf, kBinaryAdd,
+};
+
+struct PostOpSpec {
+  std::string_view name;     // "clip"
+  std::string_view onnx_op;  // the single ONNX op it absorbs ("Clip"); "" for patterns (add, sigmoid_mul)
+  int num_params;
+  float (*apply)(float x, const float* params);  // null for add (needs the residual)
+  DnnlPostOp dnnl;
+  // oneDNN's alpha/beta from the params (identity mapping unless stated in the table).
+  float (*dnnl_alpha)(const float* params);
+  float (*dnnl_beta)(const float* params);
+  // The params of the ONNX op this absorbs (attributes, constant inputs), or nullopt when that
+  // node cannot become this post-op (non-constant Clip bounds, Gelu's tanh approximation).
+  std::optional<std::vector<float>> (*params_of)(const Node& node);
+};
+
+// Every post-op, in one table.
+std::span<const PostOpSpec> post_op_specs();
+const PostOpSpec* find_post_op(std::string_view name);
+const PostOpSpec* find_post_op_for_onnx(std::string_view onnx_op);
+
+// One parsed entry of an epilogue list.
+struct PostOp {
+  const PostOpSpec* spec = nullptr;
+  std::vector<float> params;
+};
+// "clip:0:6" -> {clip, [0, 6]}; nullopt for unknown names or a wrong parameter count.
+std::optional<PostOp> parse_post_op(std::string_view text);
+std::string format_post_op(std::string_view name, const std::vector<float>& params);
+// The node's `epilogue` attribute parsed; an error names the node and the bad entry.
+Result<std::vector<PostOp>> read_epilogue(const Node& node);
+
+}  // namespace opfuse
