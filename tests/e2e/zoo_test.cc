@@ -59,7 +59,7 @@ std::vector<ZooCase> zoo_cases() {
   std::vector<ZooCase> cases;
   for (const std::string& model : models_in_tier()) {
     cases.push_back({model, ExecutionMode::kEager, OptLevel::kO0});
-    for (OptLevel level : {OptLevel::kO0, OptLevel::kO1}) cases.push_back({model, ExecutionMode::kGraph, level});
+    for (OptLevel level : {OptLevel::kO0, OptLevel::kO1, OptLevel::kO2}) cases.push_back({model, ExecutionMode::kGraph, level});
   }
   return cases;
 }

@@ -100,7 +100,7 @@ Status demo(const DemoArgs& args) {
   eager.mode = ExecutionMode::kEager;
   OPFUSE_ASSIGN_OR_RETURN(Measured reference, measure(graph, eager, image, args.runs));
   results.push_back(std::move(reference));
-  for (OptLevel level : {OptLevel::kO0, OptLevel::kO1}) {
+  for (OptLevel level : {OptLevel::kO0, OptLevel::kO1, OptLevel::kO2}) {
     SessionOptions options;
     options.mode = ExecutionMode::kGraph;
     options.level = level;
