@@ -185,12 +185,7 @@ Status conv_kernel(KernelContext& ctx) {
 // ---------------------------------------------------------------- flops
 
 // 2 * multiply-adds. Conv: every output element takes C/g * K of them (W holds M * C/g * K).
-int64_t conv_flops(const Node& node) {
-  const auto y = static_value_dims(node.output(0));
-  const auto w = static_value_dims(node.input(1));
-  if (!y || !w || w->empty() || (*w)[0] == 0) return -1;
-  return 2 * numel_of(*y) * (numel_of(*w) / (*w)[0]);
-}
+int64_t conv_flops(const Node& node) { return conv_family_flops(node.output(0), node.input(1)); }
 
 }  // namespace
 

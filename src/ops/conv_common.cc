@@ -152,4 +152,11 @@ Status check_bias(const InferContext& ctx, const Dim& out_channels) {
   return Status::ok();
 }
 
+int64_t conv_family_flops(const Value* driving, const Value* weights) {
+  const auto d = static_value_dims(driving);
+  const auto w = static_value_dims(weights);
+  if (!d || !w || w->empty() || (*w)[0] == 0) return -1;
+  return 2 * numel_of(*d) * (numel_of(*w) / (*w)[0]);
+}
+
 }  // namespace opfuse

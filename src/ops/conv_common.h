@@ -13,6 +13,11 @@ namespace opfuse {
 // auto_pad, dilations, group, kernel_shape, pads, strides with their ONNX defaults.
 std::vector<AttrSpec> conv_attr_specs();
 
+// 2 * multiply-adds of a Conv or ConvTranspose: each element of `driving` (Conv's output,
+// ConvTranspose's input) takes W's per-leading-channel size of them (W[0] channels). -1 when
+// the shapes are not static.
+int64_t conv_family_flops(const Value* driving, const Value* weights);
+
 // ConvTranspose's extra attributes, checked.
 struct TransposeAttrs {
   std::vector<int64_t> output_padding;  // empty or one per spatial dim

@@ -109,10 +109,7 @@ Status conv_transpose_kernel(KernelContext& ctx) {
 
 // ConvTranspose: every input element feeds M/g * K outputs (W holds C * M/g * K).
 int64_t conv_transpose_flops(const Node& node) {
-  const auto x = static_value_dims(node.input(0));
-  const auto w = static_value_dims(node.input(1));
-  if (!x || !w || w->empty() || (*w)[0] == 0) return -1;
-  return 2 * numel_of(*x) * (numel_of(*w) / (*w)[0]);
+  return conv_family_flops(node.input(0), node.input(1));
 }
 
 }  // namespace

@@ -95,6 +95,24 @@ WindowRange window_range(const Geometry3& g, int a, int64_t o) {
   return {start, std::min(lo, hi), hi};
 }
 
+// Calls visit(plane, flat output index, depth, height and width window ranges) for every output
+// element of every (batch, channel) plane; planes run in parallel when the output is large.
+template <typename Visit>
+void for_each_window(const Geometry3& g, int64_t planes, Visit visit) {
+  const int64_t out_size = g.out_size();
+#pragma omp parallel for if (planes * out_size > 4096)
+  for (int64_t p = 0; p < planes; ++p) {
+    int64_t o = p * out_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      const WindowRange rd = window_range(g, 0, od);
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const WindowRange rh = window_range(g, 1, oh);
+        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) visit(p, o, rd, rh, window_range(g, 2, ow));
+      }
+    }
+  }
+}
+
 template <typename T>
 Result<std::vector<Tensor>> maxpool_compute(const Node& node, const std::vector<const Tensor*>& in,
                                             bool want_indices) {
@@ -107,53 +125,43 @@ Result<std::vector<Tensor>> maxpool_compute(const Node& node, const std::vector<
     OPFUSE_ASSIGN_OR_RETURN(indices, Tensor::zeros(DType::kI64, s.out_dims, node.describe()));
   }
   const bool column_major = AttrReader(node).get_int("storage_order") == 1;
-  const int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), out_size = g.out_size();
+  const int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size();
   const T* xd = x.data<T>();
   T* yd = y.data<T>();
   int64_t* id_out = want_indices ? indices.data<int64_t>() : nullptr;
-#pragma omp parallel for if (planes * out_size > 4096)
-  for (int64_t p = 0; p < planes; ++p) {
+  for_each_window(g, planes, [&](int64_t p, int64_t o, const WindowRange& rd, const WindowRange& rh,
+                                  const WindowRange& rw) {
     const T* xp = xd + p * in_size;
-    int64_t o = p * out_size;
-    for (int64_t od = 0; od < g.out[0]; ++od) {
-      const WindowRange rd = window_range(g, 0, od);
-      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        const WindowRange rh = window_range(g, 1, oh);
-        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
-          const WindowRange rw = window_range(g, 2, ow);
-          // A window entirely in the padding yields the lowest value (and index -1).
-          T best = std::numeric_limits<T>::lowest();
-          int64_t bd = -1, bh = -1, bw = -1;
-          for (int64_t kd = rd.lo; kd < rd.hi; ++kd) {
-            const int64_t id = rd.start + kd * g.dilation[0];
-            for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
-              const int64_t ih = rh.start + kh * g.dilation[1];
-              const T* row = xp + (id * g.in[1] + ih) * g.in[2];
-              for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
-                const int64_t iw = rw.start + kw * g.dilation[2];
-                if (bd < 0 || row[iw] > best) {
-                  best = row[iw];
-                  bd = id, bh = ih, bw = iw;
-                }
-              }
-            }
-          }
-          if constexpr (std::numeric_limits<T>::has_infinity) {
-            if (bd < 0) best = -std::numeric_limits<T>::infinity();
-          }
-          yd[o] = best;
-          if (id_out) {
-            // Flat index into X; storage_order 1 numbers the spatial dims column-major.
-            const int64_t spatial_index = bd < 0 ? -1
-                                          : column_major
-                                              ? bd + bh * g.in[0] + bw * g.in[0] * g.in[1]
-                                              : (bd * g.in[1] + bh) * g.in[2] + bw;
-            id_out[o] = spatial_index < 0 ? -1 : p * in_size + spatial_index;
+    // A window entirely in the padding yields the lowest value (and index -1).
+    T best = std::numeric_limits<T>::lowest();
+    int64_t bd = -1, bh = -1, bw = -1;
+    for (int64_t kd = rd.lo; kd < rd.hi; ++kd) {
+      const int64_t id = rd.start + kd * g.dilation[0];
+      for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
+        const int64_t ih = rh.start + kh * g.dilation[1];
+        const T* row = xp + (id * g.in[1] + ih) * g.in[2];
+        for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
+          const int64_t iw = rw.start + kw * g.dilation[2];
+          if (bd < 0 || row[iw] > best) {
+            best = row[iw];
+            bd = id, bh = ih, bw = iw;
           }
         }
       }
     }
-  }
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      if (bd < 0) best = -std::numeric_limits<T>::infinity();
+    }
+    yd[o] = best;
+    if (id_out) {
+      // Flat index into X; storage_order 1 numbers the spatial dims column-major.
+      const int64_t spatial_index = bd < 0 ? -1
+                                    : column_major
+                                        ? bd + bh * g.in[0] + bw * g.in[0] * g.in[1]
+                                        : (bd * g.in[1] + bh) * g.in[2] + bw;
+      id_out[o] = spatial_index < 0 ? -1 : p * in_size + spatial_index;
+    }
+  });
   std::vector<Tensor> out;
   out.push_back(std::move(y));
   if (want_indices) out.push_back(std::move(indices));
@@ -168,7 +176,7 @@ Result<std::vector<Tensor>> averagepool_compute(const Node& node,
   const Geometry3& g = s.geo;
   OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(x.dtype(), s.out_dims, node.describe()));
   const bool include_pad = AttrReader(node).get_int("count_include_pad") != 0;
-  const int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), out_size = g.out_size();
+  const int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size();
   // With count_include_pad, the divisor counts padding elements too, but not the part of a
   // ceil_mode window that hangs past the end padding (PyTorch / onnxruntime semantics).
   auto padded_count = [&](int a, const WindowRange& r) {
@@ -176,31 +184,21 @@ Result<std::vector<Tensor>> averagepool_compute(const Node& node,
   };
   const T* xd = x.data<T>();
   T* yd = y.data<T>();
-#pragma omp parallel for if (planes * out_size > 4096)
-  for (int64_t p = 0; p < planes; ++p) {
+  for_each_window(g, planes, [&](int64_t p, int64_t o, const WindowRange& rd, const WindowRange& rh,
+                                  const WindowRange& rw) {
     const T* xp = xd + p * in_size;
-    int64_t o = p * out_size;
-    for (int64_t od = 0; od < g.out[0]; ++od) {
-      const WindowRange rd = window_range(g, 0, od);
-      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        const WindowRange rh = window_range(g, 1, oh);
-        for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
-          const WindowRange rw = window_range(g, 2, ow);
-          T sum = 0;
-          for (int64_t id = rd.start + rd.lo; id < rd.start + rd.hi; ++id) {
-            for (int64_t ih = rh.start + rh.lo; ih < rh.start + rh.hi; ++ih) {
-              const T* row = xp + (id * g.in[1] + ih) * g.in[2];
-              for (int64_t iw = rw.start + rw.lo; iw < rw.start + rw.hi; ++iw) sum += row[iw];
-            }
-          }
-          const int64_t count =
-              include_pad ? padded_count(0, rd) * padded_count(1, rh) * padded_count(2, rw)
-                          : (rd.hi - rd.lo) * (rh.hi - rh.lo) * (rw.hi - rw.lo);
-          yd[o] = count > 0 ? sum / static_cast<T>(count) : T(0);
-        }
+    T sum = 0;
+    for (int64_t id = rd.start + rd.lo; id < rd.start + rd.hi; ++id) {
+      for (int64_t ih = rh.start + rh.lo; ih < rh.start + rh.hi; ++ih) {
+        const T* row = xp + (id * g.in[1] + ih) * g.in[2];
+        for (int64_t iw = rw.start + rw.lo; iw < rw.start + rw.hi; ++iw) sum += row[iw];
       }
     }
-  }
+    const int64_t count =
+        include_pad ? padded_count(0, rd) * padded_count(1, rh) * padded_count(2, rw)
+                    : (rd.hi - rd.lo) * (rh.hi - rh.lo) * (rw.hi - rw.lo);
+    yd[o] = count > 0 ? sum / static_cast<T>(count) : T(0);
+  });
   return std::vector<Tensor>{std::move(y)};
 }
 

@@ -200,15 +200,9 @@ Status run_range(KernelContext& ctx) {
 }
 
 OpDef data_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
-              std::string summary) {
-  OpDef def;
-  def.name = std::move(name);
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.kind = FusionKind::kOpaque;
-  def.infer = infer;
-  def.reference = reference;
-  def.summary = std::move(summary);
+           std::string summary) {
+  OpDef def = tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kOpaque, infer, reference,
+                        std::move(summary));
   return def;
 }
 

@@ -18,6 +18,11 @@ std::vector<OpDef> tensor_index_ops();   // ops/tensor_index.cc
 std::vector<OpDef> tensor_join_ops();    // ops/tensor_join.cc
 std::vector<OpDef> tensor_layout_ops();  // ops/tensor_layout.cc
 
+// The record skeleton every tensor op starts from (one output; attributes and traits are added
+// by the caller).
+OpDef tensor_op(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
+                KernelFn reference, std::string summary);
+
 // The values of a constant integer input during inference; nullopt when it is not a known
 // constant (or not an integer tensor, which the input's dtype check reports).
 std::optional<std::vector<int64_t>> constant_ints(const InferContext& ctx, size_t i);

@@ -269,15 +269,9 @@ Status run_gather_elements(KernelContext& ctx) {
 }
 
 OpDef index_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
-               std::string summary) {
-  OpDef def;
-  def.name = std::move(name);
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.kind = FusionKind::kInjective;
-  def.infer = infer;
-  def.reference = reference;
-  def.summary = std::move(summary);
+            std::string summary) {
+  OpDef def = tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
+                        std::move(summary));
   return def;
 }
 

@@ -106,39 +106,8 @@ PrimitivePlan build_conv_plan(const KernelCompileContext& ctx, const ConvGeometr
                                     dst, g.strides, g.dilations, g.pad_l, g.pad_r);
     return convolution_forward::primitive_desc(desc, attr, cpu_engine());
   };
-  convolution_forward::primitive_desc pd = make_pd(x_md, y_md);
-  // On plain activations oneDNN falls back to im2col + GEMM (or reference loops), which is
-  // 4-6x slower than its direct blocked kernels for spatial kernels; two activation reorders
-  // cost far less. For pointwise convs the GEMM is already as fast, so they stay plain.
-  const std::string plain_impl = pd.impl_info_str();
-  const bool slow_plain = plain_impl.find("gemm") != std::string::npos ||
-                          plain_impl.find("ref") != std::string::npos;
-  if (slow_plain && !g.pointwise) {
-    auto blocked = try_dnnl<convolution_forward::primitive_desc>(
-        [&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
-    if (blocked && std::string(blocked->impl_info_str()).find("ref") == std::string::npos) {
-      pd = *blocked;
-    }
-  }
-
-  PrimitivePlan plan;
-  set_primitive<convolution_forward>(plan, pd);
-  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
-  plan.dst_dims = g.y;
-  plan.dst_md = y_md;
-  plan.bindings.push_back({DNNL_ARG_SRC, 0, g.x, x_md, {}});
-  plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
-                           pack(plain_desc(w_dims), ctx.constants[1]->raw_data(),
-                                pd.weights_desc())});
-  if (g.has_bias) {
-    const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
-    if (b != nullptr) {
-      plan.bindings.push_back({DNNL_ARG_BIAS, -1, {m}, b_md, pack(b_md, b->raw_data(), b_md)});
-    } else {
-      plan.bindings.push_back({DNNL_ARG_BIAS, 2, {m}, b_md, {}});
-    }
-  }
-  return plan;
+  const auto pd = prefer_direct_kernel(make_pd(x_md, y_md), make_pd, g, /*gemm_ok_for_pointwise=*/true);
+  return assemble_conv_plan<convolution_forward>(ctx, g, pd, plain_desc(w_dims), m);
 }
 
 namespace {

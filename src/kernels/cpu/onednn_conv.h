@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "kernels/cpu/onednn_common.h"
 
@@ -23,6 +24,52 @@ struct ConvGeometry {
 // The geometry when the node is one the oneDNN kernels handle (f32, static shapes, constant
 // weights, pads that oneDNN can express), else nullopt.
 std::optional<ConvGeometry> conv_geometry(const KernelCompileContext& ctx, bool transpose);
+
+// On plain activations oneDNN may only offer its im2col GEMM (or reference loops) for a
+// (de)convolution, 4-6x slower than its direct blocked kernels for spatial kernels; two
+// activation reorders cost far less. So when the plain choice is GEMM/reference, take the
+// blocked-layout primitive (make_pd(any, any)) if oneDNN has a non-reference one. Pointwise
+// convs keep the plain GEMM when `gemm_ok_for_pointwise`: it is as fast there.
+template <typename PrimitiveDesc, typename MakePd>
+PrimitiveDesc prefer_direct_kernel(PrimitiveDesc plain, MakePd make_pd, const ConvGeometry& g,
+                                   bool gemm_ok_for_pointwise) {
+  const std::string impl = plain.impl_info_str();
+  const bool slow = impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
+  if (!slow || (gemm_ok_for_pointwise && g.pointwise)) return plain;
+  auto blocked = try_dnnl<PrimitiveDesc>([&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
+  if (blocked && std::string(blocked->impl_info_str()).find("ref") == std::string::npos) {
+    return *blocked;
+  }
+  return plain;
+}
+
+// The plan around a chosen (de)convolution primitive: activation reorders when it runs blocked,
+// input 0 bound at run time, the weights (described by `w_user_md` over the ONNX buffer) packed
+// once into the primitive's layout, and the bias (constant: packed; else bound from input 2).
+template <typename Primitive>
+PrimitivePlan assemble_conv_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
+                                 const typename Primitive::primitive_desc& pd,
+                                 const dnnl::memory::desc& w_user_md, int64_t out_channels) {
+  const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+  PrimitivePlan plan;
+  set_primitive<Primitive>(plan, pd);
+  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
+  plan.dst_dims = g.y;
+  plan.dst_md = y_md;
+  plan.bindings.push_back({DNNL_ARG_SRC, 0, g.x, x_md, {}});
+  plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
+                           pack(w_user_md, ctx.constants[1]->raw_data(), pd.weights_desc())});
+  if (g.has_bias) {
+    const dnnl::memory::desc b_md = plain_desc({out_channels});
+    const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
+    if (b != nullptr) {
+      plan.bindings.push_back({DNNL_ARG_BIAS, -1, {out_channels}, b_md, pack(b_md, b->raw_data(), b_md)});
+    } else {
+      plan.bindings.push_back({DNNL_ARG_BIAS, 2, {out_channels}, b_md, {}});
+    }
+  }
+  return plan;
+}
 
 // Builds the convolution plan; `post_ops` are applied to the output (empty today).
 PrimitivePlan build_conv_plan(const KernelCompileContext& ctx, const ConvGeometry& g,

@@ -38,35 +38,8 @@ PrimitivePlan build_deconv_plan(const KernelCompileContext& ctx, const ConvGeome
                                       g.pad_r);
     return deconvolution_forward::primitive_desc(desc, attr, cpu_engine());
   };
-  deconvolution_forward::primitive_desc pd = make_pd(x_md, y_md);
-  // As for Conv: prefer the blocked direct kernels over GEMM-based ones on plain layouts.
-  const std::string plain_impl = pd.impl_info_str();
-  if (plain_impl.find("gemm") != std::string::npos || plain_impl.find("ref") != std::string::npos) {
-    auto blocked = try_dnnl<deconvolution_forward::primitive_desc>(
-        [&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
-    if (blocked && std::string(blocked->impl_info_str()).find("ref") == std::string::npos) {
-      pd = *blocked;
-    }
-  }
-
-  PrimitivePlan plan;
-  set_primitive<deconvolution_forward>(plan, pd);
-  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
-  plan.dst_dims = g.y;
-  plan.dst_md = y_md;
-  plan.bindings.push_back({DNNL_ARG_SRC, 0, g.x, x_md, {}});
-  plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
-                           pack(strided_desc(w_dims, w_strides), ctx.constants[1]->raw_data(),
-                                pd.weights_desc())});
-  if (g.has_bias) {
-    const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
-    if (b != nullptr) {
-      plan.bindings.push_back({DNNL_ARG_BIAS, -1, {m}, b_md, pack(b_md, b->raw_data(), b_md)});
-    } else {
-      plan.bindings.push_back({DNNL_ARG_BIAS, 2, {m}, b_md, {}});
-    }
-  }
-  return plan;
+  const auto pd = prefer_direct_kernel(make_pd(x_md, y_md), make_pd, g, /*gemm_ok_for_pointwise=*/false);
+  return assemble_conv_plan<deconvolution_forward>(ctx, g, pd, strided_desc(w_dims, w_strides), m);
 }
 
 bool deconv_supports(const KernelCompileContext& ctx) {
