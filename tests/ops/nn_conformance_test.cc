@@ -13,11 +13,15 @@
 
 #include "ops/reference.h"
 #include "passes/infer_shapes.h"
+#include "testing/onnx_files.h"
 
 namespace opfuse {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_onnx_files::attributes_from;
+using testing_onnx_files::read_proto;
+using testing_onnx_files::tensor_from;
 const char* const kDataRoot = "/usr/share/libonnx-testdata/data";
 
 const std::set<std::string>& nn_op_names() {
@@ -25,59 +29,6 @@ const std::set<std::string>& nn_op_names() {
       "Conv",    "ConvTranspose",     "MaxPool",       "AveragePool", "GlobalAveragePool",
       "GlobalMaxPool", "BatchNormalization", "MatMul", "Gemm"};
   return names;
-}
-
-template <typename Proto>
-bool read_proto(const fs::path& path, Proto& proto) {
-  std::ifstream in(path, std::ios::binary);
-  return in && proto.ParseFromIstream(&in);
-}
-
-Tensor tensor_from_proto(const onnx::TensorProto& tp) {
-  std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
-  DType dtype = DType::kUndefined;
-  switch (tp.data_type()) {
-    case onnx::TensorProto::FLOAT: dtype = DType::kF32; break;
-    case onnx::TensorProto::DOUBLE: dtype = DType::kF64; break;
-    case onnx::TensorProto::FLOAT16: dtype = DType::kF16; break;
-    case onnx::TensorProto::UINT8: dtype = DType::kU8; break;
-    case onnx::TensorProto::INT8: dtype = DType::kI8; break;
-    case onnx::TensorProto::INT64: dtype = DType::kI64; break;
-    default: return Tensor();
-  }
-  Tensor t = Tensor::zeros(dtype, dims).value();
-  if (!tp.raw_data().empty()) {
-    if (tp.raw_data().size() != t.nbytes()) return Tensor();
-    std::memcpy(t.raw_data(), tp.raw_data().data(), t.nbytes());
-  } else if (dtype == DType::kF32) {
-    for (int i = 0; i < tp.float_data_size(); ++i) t.data<float>()[i] = tp.float_data(i);
-  } else if (dtype == DType::kF64) {
-    for (int i = 0; i < tp.double_data_size(); ++i) t.data<double>()[i] = tp.double_data(i);
-  } else if (dtype == DType::kI64) {
-    for (int i = 0; i < tp.int64_data_size(); ++i) t.data<int64_t>()[i] = tp.int64_data(i);
-  } else {
-    for (int i = 0; i < tp.int32_data_size(); ++i) t.set_double(i, tp.int32_data(i));
-  }
-  return t;
-}
-
-Attributes attributes_from_proto(const onnx::NodeProto& node) {
-  Attributes attrs;
-  for (const auto& a : node.attribute()) {
-    switch (a.type()) {
-      case onnx::AttributeProto::INT: attrs[a.name()] = static_cast<int64_t>(a.i()); break;
-      case onnx::AttributeProto::FLOAT: attrs[a.name()] = a.f(); break;
-      case onnx::AttributeProto::STRING: attrs[a.name()] = a.s(); break;
-      case onnx::AttributeProto::INTS:
-        attrs[a.name()] = std::vector<int64_t>(a.ints().begin(), a.ints().end());
-        break;
-      case onnx::AttributeProto::FLOATS:
-        attrs[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end());
-        break;
-      default: break;
-    }
-  }
-  return attrs;
 }
 
 // Single-node test directories whose op is one of ours.
@@ -111,7 +62,7 @@ TEST_P(NnConformanceTest, MatchesOnnxTestData) {
   Graph g;
   std::set<std::string> initializers;
   for (const auto& init : gp.initializer()) {
-    Tensor t = tensor_from_proto(init);
+    Tensor t = tensor_from(init).value();
     ASSERT_TRUE(t.defined()) << init.name();
     g.add_constant(init.name(), t);
     initializers.insert(init.name());
@@ -122,7 +73,7 @@ TEST_P(NnConformanceTest, MatchesOnnxTestData) {
     if (initializers.count(in.name())) continue;
     onnx::TensorProto tp;
     ASSERT_TRUE(read_proto(data / str_cat("input_", input_index++, ".pb"), tp)) << in.name();
-    Tensor t = tensor_from_proto(tp);
+    Tensor t = tensor_from(tp).value();
     ASSERT_TRUE(t.defined()) << in.name();
     g.add_input(in.name(), t.dtype(), t.shape());
     feeds[in.name()] = t;
@@ -131,7 +82,7 @@ TEST_P(NnConformanceTest, MatchesOnnxTestData) {
   std::vector<Value*> inputs;
   for (const auto& name : np.input()) inputs.push_back(name.empty() ? nullptr : g.find_value(name));
   std::vector<std::string> outputs(np.output().begin(), np.output().end());
-  auto node = g.add_node(np.op_type(), inputs, outputs, attributes_from_proto(np), np.name());
+  auto node = g.add_node(np.op_type(), inputs, outputs, attributes_from(np).value(), np.name());
   ASSERT_TRUE(node.is_ok()) << node.status().message();
 
   const Status inferred = infer_shapes(g);
@@ -154,7 +105,7 @@ TEST_P(NnConformanceTest, MatchesOnnxTestData) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     onnx::TensorProto tp;
     ASSERT_TRUE(read_proto(data / str_cat("output_", i, ".pb"), tp));
-    const Tensor expected = tensor_from_proto(tp);
+    const Tensor expected = tensor_from(tp).value();
     const Tensor& actual = (*result)[i];
     // Inference must have predicted exactly the shape the kernel produced.
     EXPECT_EQ(shape_to_string(*(*node)->output(i)->shape), dims_to_string(expected.dims()));

@@ -19,63 +19,15 @@
 #include "ir/graph.h"
 #include "ops/reference.h"
 #include "passes/infer_shapes.h"
+#include "testing/onnx_files.h"
 
 namespace opfuse::testing_onnx {
 
+using testing_onnx_files::attributes_from;
+using testing_onnx_files::read_proto;
+using testing_onnx_files::tensor_from;
+
 inline const char* kOnnxNodeData = "/usr/share/libonnx-testdata/data/node";
-
-inline bool read_proto(const std::string& path, google::protobuf::Message& msg) {
-  std::ifstream in(path, std::ios::binary);
-  return in && msg.ParseFromIstream(&in);
-}
-
-inline Result<Tensor> to_tensor(const onnx::TensorProto& t) {
-  std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-  DType dtype;
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT: dtype = DType::kF32; break;
-    case onnx::TensorProto::DOUBLE: dtype = DType::kF64; break;
-    case onnx::TensorProto::INT64: dtype = DType::kI64; break;
-    case onnx::TensorProto::INT32: dtype = DType::kI32; break;
-    case onnx::TensorProto::UINT8: dtype = DType::kU8; break;
-    case onnx::TensorProto::INT8: dtype = DType::kI8; break;
-    default: return Status::user_error(str_cat("unsupported tensor type ", t.data_type()));
-  }
-  OPFUSE_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(dtype, dims));
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != out.nbytes()) return Status::user_error("raw_data size mismatch");
-    std::memcpy(out.raw_data(), t.raw_data().data(), out.nbytes());
-    return out;
-  }
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    switch (dtype) {
-      case DType::kF32: out.data<float>()[i] = t.float_data(i); break;
-      case DType::kF64: out.data<double>()[i] = t.double_data(i); break;
-      case DType::kI64: out.data<int64_t>()[i] = t.int64_data(i); break;
-      default: out.set_double(i, t.int32_data(i)); break;
-    }
-  }
-  return out;
-}
-
-inline Attributes to_attrs(const onnx::NodeProto& node) {
-  Attributes attrs;
-  for (const auto& a : node.attribute()) {
-    switch (a.type()) {
-      case onnx::AttributeProto::INT: attrs[a.name()] = static_cast<int64_t>(a.i()); break;
-      case onnx::AttributeProto::FLOAT: attrs[a.name()] = a.f(); break;
-      case onnx::AttributeProto::STRING: attrs[a.name()] = a.s(); break;
-      case onnx::AttributeProto::INTS:
-        attrs[a.name()] = std::vector<int64_t>(a.ints().begin(), a.ints().end());
-        break;
-      case onnx::AttributeProto::FLOATS:
-        attrs[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end());
-        break;
-      default: break;
-    }
-  }
-  return attrs;
-}
 
 // Runs the case in directory `name`; reports failures through gtest. Returns false when the data
 // is not installed (the caller skips).
@@ -91,7 +43,7 @@ inline bool run_onnx_node_case(const std::string& name, double rtol = 1e-4, doub
     onnx::TensorProto tp;
     const std::string path = str_cat(dir, "/test_data_set_0/input_", i, ".pb");
     EXPECT_TRUE(read_proto(path, tp)) << path;
-    auto t = to_tensor(tp);
+    auto t = tensor_from(tp);
     EXPECT_TRUE(t.is_ok()) << t.status().message();
     if (!t.is_ok()) return true;
     known[model.graph().input(i).name()] = *t;
@@ -104,7 +56,7 @@ inline bool run_onnx_node_case(const std::string& name, double rtol = 1e-4, doub
     }
     for (const auto& a : n.attribute()) {
       if (a.name() != "value") continue;
-      auto t = to_tensor(a.t());
+      auto t = tensor_from(a.t());
       EXPECT_TRUE(t.is_ok()) << t.status().message();
       if (t.is_ok()) known[n.output(0)] = *t;
     }
@@ -129,7 +81,7 @@ inline bool run_onnx_node_case(const std::string& name, double rtol = 1e-4, doub
                             : g.add_constant(np.input(i), t));
   }
   std::vector<std::string> outs(np.output().begin(), np.output().end());
-  auto node = g.add_node(np.op_type(), inputs, outs, to_attrs(np), "n");
+  auto node = g.add_node(np.op_type(), inputs, outs, attributes_from(np).value(), "n");
   EXPECT_TRUE(node.is_ok()) << node.status().message();
   if (!node.is_ok()) return true;
   Status inferred = infer_shapes(g);
@@ -143,7 +95,7 @@ inline bool run_onnx_node_case(const std::string& name, double rtol = 1e-4, doub
     onnx::TensorProto tp;
     const std::string path = str_cat(dir, "/test_data_set_0/output_", o, ".pb");
     EXPECT_TRUE(read_proto(path, tp)) << path;
-    auto want = to_tensor(tp);
+    auto want = tensor_from(tp);
     EXPECT_TRUE(want.is_ok());
     if (!want.is_ok()) continue;
     const Tensor& got = (*result)[o];

@@ -11,74 +11,16 @@
 #include <fstream>
 
 #include "tensor_test_util.h"
+#include "testing/onnx_files.h"
 
 namespace opfuse::testing {
 namespace {
 
+using testing_onnx_files::attributes_from;
+using testing_onnx_files::read_proto;
+using testing_onnx_files::tensor_from;
+
 const char* kNodeDataDir = "/usr/share/libonnx-testdata/data/node";
-
-template <typename Proto>
-bool read_proto(const std::filesystem::path& path, Proto* proto) {
-  std::ifstream in(path, std::ios::binary);
-  return in && proto->ParseFromIstream(&in);
-}
-
-std::optional<DType> dtype_of(int32_t onnx_type) {
-  switch (onnx_type) {
-    case onnx::TensorProto::FLOAT: return DType::kF32;
-    case onnx::TensorProto::UINT8: return DType::kU8;
-    case onnx::TensorProto::INT8: return DType::kI8;
-    case onnx::TensorProto::UINT16: return DType::kU16;
-    case onnx::TensorProto::INT16: return DType::kI16;
-    case onnx::TensorProto::INT32: return DType::kI32;
-    case onnx::TensorProto::INT64: return DType::kI64;
-    case onnx::TensorProto::BOOL: return DType::kBool;
-    case onnx::TensorProto::FLOAT16: return DType::kF16;
-    case onnx::TensorProto::DOUBLE: return DType::kF64;
-    case onnx::TensorProto::UINT32: return DType::kU32;
-    case onnx::TensorProto::UINT64: return DType::kU64;
-    default: return std::nullopt;
-  }
-}
-
-// A minimal TensorProto reader for the test data (raw_data or the typed repeated fields).
-Tensor to_tensor(const onnx::TensorProto& p) {
-  const DType dtype = dtype_of(p.data_type()).value();
-  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
-  Tensor t = Tensor::zeros(dtype, dims).value();
-  if (!p.raw_data().empty()) {
-    EXPECT_EQ(p.raw_data().size(), t.nbytes());
-    std::memcpy(t.raw_data(), p.raw_data().data(), std::min(p.raw_data().size(), t.nbytes()));
-    return t;
-  }
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (dtype) {
-      case DType::kF32: t.data<float>()[i] = p.float_data(i); break;
-      case DType::kF64: t.data<double>()[i] = p.double_data(i); break;
-      case DType::kI64: t.data<int64_t>()[i] = p.int64_data(i); break;
-      case DType::kU32: case DType::kU64: t.set_double(i, static_cast<double>(p.uint64_data(i))); break;
-      case DType::kF16: t.data<Half>()[i] = Half{static_cast<uint16_t>(p.int32_data(i))}; break;
-      default: t.set_double(i, p.int32_data(i)); break;  // the int32_data-backed types
-    }
-  }
-  return t;
-}
-
-Attributes to_attrs(const onnx::NodeProto& node) {
-  Attributes attrs;
-  for (const auto& a : node.attribute()) {
-    switch (a.type()) {
-      case onnx::AttributeProto::INT: attrs[a.name()] = a.i(); break;
-      case onnx::AttributeProto::FLOAT: attrs[a.name()] = a.f(); break;
-      case onnx::AttributeProto::STRING: attrs[a.name()] = a.s(); break;
-      case onnx::AttributeProto::TENSOR: attrs[a.name()] = to_tensor(a.t()); break;
-      case onnx::AttributeProto::INTS: attrs[a.name()] = std::vector<int64_t>(a.ints().begin(), a.ints().end()); break;
-      case onnx::AttributeProto::FLOATS: attrs[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end()); break;
-      default: ADD_FAILURE() << "unhandled attribute " << a.name();
-    }
-  }
-  return attrs;
-}
 
 class OnnxNodeData : public ::testing::TestWithParam<const char*> {};
 
@@ -86,7 +28,7 @@ TEST_P(OnnxNodeData, MatchesExpectedOutputs) {
   const std::filesystem::path dir = std::filesystem::path(kNodeDataDir) / GetParam();
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not installed";
   onnx::ModelProto model;
-  ASSERT_TRUE(read_proto(dir / "model.onnx", &model));
+  ASSERT_TRUE(read_proto(dir / "model.onnx", model));
   ASSERT_EQ(model.graph().node_size(), 1);
   const onnx::NodeProto& node = model.graph().node(0);
   std::vector<Arg> args;
@@ -96,10 +38,10 @@ TEST_P(OnnxNodeData, MatchesExpectedOutputs) {
       continue;
     }
     onnx::TensorProto p;
-    ASSERT_TRUE(read_proto(dir / "test_data_set_0" / ("input_" + std::to_string(args.size()) + ".pb"), &p));
-    args.push_back(cst(to_tensor(p)));
+    ASSERT_TRUE(read_proto(dir / "test_data_set_0" / ("input_" + std::to_string(args.size()) + ".pb"), p));
+    args.push_back(cst(tensor_from(p).value()));
   }
-  auto r = run_node(node.op_type(), args, to_attrs(node), node.output_size());
+  auto r = run_node(node.op_type(), args, attributes_from(node).value(), node.output_size());
   if (std::string(GetParam()).find("training_dropout") != std::string::npos) {
     expect_user_error(r.build, {"training_mode"});  // opfuse is inference-only
     return;
@@ -108,8 +50,8 @@ TEST_P(OnnxNodeData, MatchesExpectedOutputs) {
   ASSERT_TRUE(r.run.is_ok()) << r.run.message();
   for (int o = 0; o < node.output_size(); ++o) {
     onnx::TensorProto p;
-    ASSERT_TRUE(read_proto(dir / "test_data_set_0" / ("output_" + std::to_string(o) + ".pb"), &p));
-    const Tensor want = to_tensor(p);
+    ASSERT_TRUE(read_proto(dir / "test_data_set_0" / ("output_" + std::to_string(o) + ".pb"), p));
+    const Tensor want = tensor_from(p).value();
     const Tensor& got = r.outputs[o];
     ASSERT_EQ(got.type_string(), want.type_string()) << "output " << o;
     EXPECT_EQ(r.shape(o), shape_to_string(want.shape())) << "inferred shape of output " << o;
