@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 namespace opfuse {
 
@@ -59,6 +60,30 @@ template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kU3
 template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kU16; };
 template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kU8; };
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+
+// One element as a double, and a double stored as an element (Half as a number; bool as != 0;
+// float -> integer truncates toward zero, NaN becomes 0), for dtype-generic kernels.
+template <typename T>
+double element_to_double(T v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return half_to_float(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+template <typename T>
+T element_from_double(double v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return float_to_half(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != 0.0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v != v) return T{0};  // NaN
+    return static_cast<T>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
 
 // Calls fn(T{}) with T the C++ type of `t` (bool for kBool, Half for kF16). Lets a kernel be
 // written once as a template and dispatched over dtypes without a switch in every kernel.

@@ -12,28 +12,6 @@ namespace {
 std::atomic<size_t> g_max_allocation_bytes{size_t{16} << 30};
 constexpr size_t kAlignment = 64;
 
-template <typename T>
-double to_double(T v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return half_to_float(v);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <typename T>
-T from_double(double v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return float_to_half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return v != 0.0;
-  } else if constexpr (std::is_integral_v<T>) {
-    if (std::isnan(v)) return T{0};
-    return static_cast<T>(static_cast<int64_t>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
 
 }  // namespace
 
@@ -82,7 +60,7 @@ Tensor Tensor::wrap(DType dtype, std::vector<int64_t> dims, void* data,
 double Tensor::get_double(int64_t flat) const {
   return visit_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
-    return to_double(data<T>()[flat]);
+    return element_to_double(data<T>()[flat]);
   });
 }
 
@@ -92,7 +70,7 @@ int64_t Tensor::get_int(int64_t flat) const {
     if constexpr (std::is_integral_v<T>) {
       return static_cast<int64_t>(data<T>()[flat]);
     } else {
-      return static_cast<int64_t>(to_double(data<T>()[flat]));
+      return static_cast<int64_t>(element_to_double(data<T>()[flat]));
     }
   });
 }
@@ -100,7 +78,7 @@ int64_t Tensor::get_int(int64_t flat) const {
 void Tensor::set_double(int64_t flat, double v) {
   visit_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
-    data<T>()[flat] = from_double<T>(v);
+    data<T>()[flat] = element_from_double<T>(v);
   });
 }
 
@@ -150,7 +128,7 @@ Result<Tensor> Tensor::cast(DType to) const {
             dst[i] = static_cast<D>(src[i]);  // integer -> integer keeps 64-bit precision
           }
         } else {
-          dst[i] = from_double<D>(to_double(src[i]));
+          dst[i] = element_from_double<D>(element_to_double(src[i]));
         }
       }
     });

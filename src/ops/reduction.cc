@@ -142,28 +142,28 @@ void reduce_typed(const Tensor& in, Tensor& out, const ReduceLayout& layout) {
       constexpr double kInf = std::numeric_limits<double>::infinity();
       double acc = K == ReduceKind::kMax ? -kInf : kInf;
       layout.for_each_reduced(base, [&](int64_t i) {
-        const double v = load_double(x[i]);
+        const double v = element_to_double(x[i]);
         if ((K == ReduceKind::kMax ? v > acc : v < acc) || std::isnan(v)) acc = v;
       });
-      y[o] = store_double<T>(acc);
+      y[o] = element_from_double<T>(acc);
     } else if constexpr (K == ReduceKind::kLogSumExp) {
       // Shift by the max so exp never overflows.
       double m = -std::numeric_limits<double>::infinity();
       layout.for_each_reduced(base, [&](int64_t i) {
-        const double v = load_double(x[i]);
+        const double v = element_to_double(x[i]);
         if (v > m || std::isnan(v)) m = v;
       });
       double result = m;
       if (std::isfinite(m)) {
         double sum = 0;
-        layout.for_each_reduced(base, [&](int64_t i) { sum += std::exp(load_double(x[i]) - m); });
+        layout.for_each_reduced(base, [&](int64_t i) { sum += std::exp(element_to_double(x[i]) - m); });
         result = m + std::log(sum);
       }
-      y[o] = store_double<T>(result);
+      y[o] = element_from_double<T>(result);
     } else {
       double acc = K == ReduceKind::kProd ? 1.0 : 0.0;
       layout.for_each_reduced(base, [&](int64_t i) {
-        const double v = load_double(x[i]);
+        const double v = element_to_double(x[i]);
         if constexpr (K == ReduceKind::kProd) {
           acc *= v;
         } else if constexpr (K == ReduceKind::kL1) {
@@ -177,7 +177,7 @@ void reduce_typed(const Tensor& in, Tensor& out, const ReduceLayout& layout) {
       if constexpr (K == ReduceKind::kMean) acc /= static_cast<double>(count);
       if constexpr (K == ReduceKind::kL2) acc = std::sqrt(acc);
       if constexpr (K == ReduceKind::kLogSum) acc = std::log(acc);
-      y[o] = store_double<T>(acc);
+      y[o] = element_from_double<T>(acc);
     }
   }
 }

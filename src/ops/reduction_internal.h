@@ -16,29 +16,6 @@ namespace opfuse {
 // more than the work.
 inline constexpr int64_t kReduceParallelThreshold = int64_t{1} << 15;
 
-// Element <-> double conversions that treat Half as a number.
-template <typename T>
-inline double load_double(T v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return half_to_float(v);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-template <typename T>
-inline T store_double(double v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return float_to_half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return v != 0.0;
-  } else if constexpr (std::is_integral_v<T>) {
-    if (std::isnan(v)) return T{0};
-    return static_cast<T>(static_cast<int64_t>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 // Checks one axis against `rank` and makes it non-negative; the error names the node, the axis
 // and the rank.
 Result<int64_t> reduction_axis(const Node& node, int64_t axis, int64_t rank);

@@ -42,13 +42,13 @@ void softmax_typed(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
     const int64_t base = (r / inner) * n * inner + r % inner;
     C m = -std::numeric_limits<C>::infinity();
     for (int64_t j = 0; j < n; ++j) {
-      const C v = static_cast<C>(load_double(x[base + j * inner]));
+      const C v = static_cast<C>(element_to_double(x[base + j * inner]));
       if (v > m || std::isnan(v)) m = v;
     }
     double sum = 0;
     for (int64_t j = 0; j < n; ++j) {
       const int64_t k = base + j * inner;
-      const C e = std::exp(static_cast<C>(load_double(x[k])) - m);
+      const C e = std::exp(static_cast<C>(element_to_double(x[k])) - m);
       sum += e;
       if constexpr (kStoreExp && !kLog) y[k] = e;
     }
@@ -56,7 +56,7 @@ void softmax_typed(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
       const double shift = static_cast<double>(m) + std::log(sum);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t k = base + j * inner;
-        y[k] = store_double<T>(load_double(x[k]) - shift);
+        y[k] = element_from_double<T>(element_to_double(x[k]) - shift);
       }
     } else {
       const double inv = 1.0 / sum;
@@ -66,9 +66,9 @@ void softmax_typed(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
         if constexpr (kStoreExp) {
           e = static_cast<double>(y[k]);
         } else {
-          e = std::exp(static_cast<C>(load_double(x[k])) - m);
+          e = std::exp(static_cast<C>(element_to_double(x[k])) - m);
         }
-        y[k] = store_double<T>(e * inv);
+        y[k] = element_from_double<T>(e * inv);
       }
     }
   }
@@ -213,21 +213,21 @@ void layer_norm_typed(KernelContext& ctx, int64_t outer, int64_t d, double eps,
   for (int64_t r = 0; r < outer; ++r) {
     const T* row = x + r * d;
     double sum = 0;
-    for (int64_t j = 0; j < d; ++j) sum += load_double(row[j]);
+    for (int64_t j = 0; j < d; ++j) sum += element_to_double(row[j]);
     const double mean = d > 0 ? sum / static_cast<double>(d) : 0.0;
     // Two passes: the variance of (x - mean) avoids E[x^2] - E[x]^2 cancellation.
     double sq = 0;
     for (int64_t j = 0; j < d; ++j) {
-      const double c = load_double(row[j]) - mean;
+      const double c = element_to_double(row[j]) - mean;
       sq += c * c;
     }
     const double var = d > 0 ? sq / static_cast<double>(d) : 0.0;
     const double inv = 1.0 / std::sqrt(var + eps);
     for (int64_t j = 0; j < d; ++j) {
-      const double sv = load_double(s[scale_idx.empty() ? j : scale_idx[j]]);
-      double v = (load_double(row[j]) - mean) * inv * sv;
-      if (b) v += load_double(b[bias_idx.empty() ? j : bias_idx[j]]);
-      out[r * d + j] = store_double<T>(v);
+      const double sv = element_to_double(s[scale_idx.empty() ? j : scale_idx[j]]);
+      double v = (element_to_double(row[j]) - mean) * inv * sv;
+      if (b) v += element_to_double(b[bias_idx.empty() ? j : bias_idx[j]]);
+      out[r * d + j] = element_from_double<T>(v);
     }
     if (mean_out) mean_out->set_double(r, mean);
     if (inv_out) inv_out->set_double(r, inv);

@@ -145,7 +145,7 @@ T store_interpolated(double v) {
     v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::lowest()),
                    static_cast<double>(std::numeric_limits<T>::max()));
   }
-  return store_double<T>(v);
+  return element_from_double<T>(v);
 }
 
 template <typename T>
@@ -198,7 +198,7 @@ void resize_typed(const Tensor& in, Tensor& out, const std::vector<AxisTaps>& ax
       }
       double acc = 0;
       for (const auto& [lo, lw] : lead) {
-        for (int k = 0; k < n; ++k) acc += lw * w[k] * load_double(x[lo + off[k]]);
+        for (int k = 0; k < n; ++k) acc += lw * w[k] * element_to_double(x[lo + off[k]]);
       }
       out_row[xo] = store_interpolated<T>(acc);
     }
