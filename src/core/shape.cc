@@ -106,6 +106,18 @@ Result<Shape> broadcast_shapes(const std::vector<Shape>& inputs, const std::stri
   return out;
 }
 
+std::optional<std::vector<int64_t>> normalize_permutation(std::vector<int64_t> perm, int64_t rank) {
+  if (static_cast<int64_t>(perm.size()) != rank) return std::nullopt;
+  std::vector<bool> seen(rank, false);
+  for (int64_t& p : perm) {
+    if (p < -rank || p >= rank) return std::nullopt;
+    if (p < 0) p += rank;
+    if (seen[p]) return std::nullopt;
+    seen[p] = true;
+  }
+  return perm;
+}
+
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const std::string& what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
     return Status::user_error(

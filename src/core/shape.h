@@ -60,6 +60,10 @@ Result<std::vector<int64_t>> broadcast_dims(const std::vector<std::vector<int64_
 // an unknown dim against a non-1 known dim yields the known dim.
 Result<Shape> broadcast_shapes(const std::vector<Shape>& inputs, const std::string& what);
 
+// A Transpose permutation with negative entries made non-negative, or nullopt when it is not a
+// permutation of [0, rank).
+std::optional<std::vector<int64_t>> normalize_permutation(std::vector<int64_t> perm, int64_t rank);
+
 // Normalises a possibly negative axis into [0, rank); error names `what` when out of range.
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const std::string& what);
 

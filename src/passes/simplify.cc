@@ -112,14 +112,7 @@ std::optional<std::vector<int64_t>> transpose_perm(const Node& node) {
     for (int64_t i = *rank - 1; i >= 0; --i) perm.push_back(i);
   }
   const int64_t rank = static_cast<int64_t>(perm.size());
-  std::vector<bool> seen(rank, false);
-  for (int64_t& p : perm) {
-    if (p < -rank || p >= rank) return std::nullopt;
-    if (p < 0) p += rank;
-    if (seen[p]) return std::nullopt;
-    seen[p] = true;
-  }
-  return perm;
+  return normalize_permutation(std::move(perm), rank);
 }
 
 bool is_identity_perm(const std::vector<int64_t>& perm) {

@@ -15,6 +15,7 @@
 #include "passes/infer_shapes.h"
 #include "passes/pass.h"
 #include "runtime/eager.h"
+#include "runtime/compare.h"
 #include "runtime/session.h"
 #include "testing/zoo.h"
 
@@ -28,19 +29,6 @@ Tensor random_tensor(const Ints& dims, uint64_t seed, float lo = -1, float hi = 
   Random rng(seed);
   fill_uniform(t, rng, lo, hi);
   return t;
-}
-
-double max_rel_diff(const TensorMap& got, const TensorMap& want) {
-  double diff = 0, ref = 1e-30;
-  for (const auto& [name, w] : want) {
-    auto it = got.find(name);
-    if (it == got.end() || it->second.dims() != w.dims()) return INFINITY;
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      diff = std::max(diff, std::abs(it->second.get_double(i) - w.get_double(i)));
-      ref = std::max(ref, std::abs(w.get_double(i)));
-    }
-  }
-  return diff / ref;
 }
 
 int count(const Graph& g, const std::string& op) {
@@ -127,7 +115,7 @@ TEST(FuseEpilogueTest, EveryPostOpMatchesTheUnfusedGraph) {
     EXPECT_EQ(joined_epilogue(fused), c.want_epilogue);
     auto got = run_eager(fused, inputs);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
-    EXPECT_LE(max_rel_diff(*got, want), 1e-4);
+    EXPECT_LE(max_relative_difference(*got, want), 1e-4);
 
     // Graph mode at O2 runs the oneDNN FusedConv kernel.
     SessionOptions so;
@@ -137,7 +125,7 @@ TEST(FuseEpilogueTest, EveryPostOpMatchesTheUnfusedGraph) {
     ASSERT_TRUE(session.is_ok()) << session.status().message();
     auto graph_out = session->run(inputs);
     ASSERT_TRUE(graph_out.is_ok()) << graph_out.status().message();
-    EXPECT_LE(max_rel_diff(*graph_out, want), 1e-4);
+    EXPECT_LE(max_relative_difference(*graph_out, want), 1e-4);
   }
 }
 
@@ -210,7 +198,7 @@ TEST(FuseEpilogueTest, TinyZooModelsAtO2MatchEager) {
     ASSERT_TRUE(graph.is_ok()) << graph.status().message();
     auto got = graph->run(model->inputs);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
-    EXPECT_LE(max_rel_diff(*got, want), 1e-4);
+    EXPECT_LE(max_relative_difference(*got, want), 1e-4);
   }
 }
 

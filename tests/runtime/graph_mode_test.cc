@@ -7,6 +7,7 @@
 #include "core/random.h"
 #include "frontend/builder/demo_model.h"
 #include "runtime/session.h"
+#include "runtime/compare.h"
 
 namespace opfuse {
 namespace {
@@ -16,15 +17,6 @@ Tensor random_image(int64_t size, uint64_t seed) {
   Random rng(seed);
   fill_uniform(t, rng, -1, 1);
   return t;
-}
-
-double max_rel_diff(const Tensor& got, const Tensor& want) {
-  double diff = 0, ref = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    diff = std::max(diff, std::abs(got.get_double(i) - want.get_double(i)));
-    ref = std::max(ref, std::abs(want.get_double(i)));
-  }
-  return diff / ref;
 }
 
 Session make_session(ExecutionMode mode, OptLevel level, int64_t size = 64) {
@@ -44,7 +36,7 @@ TEST(GraphModeTest, EveryLevelMatchesEager) {
     const Session graph = make_session(ExecutionMode::kGraph, level);
     auto got = graph.run(inputs);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
-    EXPECT_LE(max_rel_diff(got->at("probabilities"), want), 1e-4) << opt_level_name(level);
+    EXPECT_LE(max_relative_difference(got->at("probabilities"), want), 1e-4) << opt_level_name(level);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/random.h"
 #include "frontend/builder/demo_model.h"
 #include "report/model_summary.h"
+#include "runtime/compare.h"
 #include "runtime/session.h"
 
 namespace opfuse::cli {
@@ -71,16 +72,6 @@ Result<Measured> measure(const Graph& model, SessionOptions options, const Tenso
   return m;
 }
 
-// Max abs difference relative to the reference's max abs value.
-double relative_difference(const Tensor& got, const Tensor& want) {
-  double diff = 0, ref = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    diff = std::max(diff, std::abs(got.get_double(i) - want.get_double(i)));
-    ref = std::max(ref, std::abs(want.get_double(i)));
-  }
-  return diff / std::max(ref, 1e-30);
-}
-
 Status demo(const DemoArgs& args) {
   if (args.image_size < 8 || args.image_size > 1024) {
     return Status::user_error(str_cat("--size must be between 8 and 1024, got ", args.image_size));
@@ -113,7 +104,7 @@ Status demo(const DemoArgs& args) {
   const Tensor& want = results[0].outputs.begin()->second;
   double worst = 0;
   for (const Measured& m : results) {
-    const double diff = relative_difference(m.outputs.begin()->second, want);
+    const double diff = max_relative_difference(m.outputs.begin()->second, want);
     worst = std::max(worst, diff);
     std::printf("%-10s %10.2f %8.2fx %8zu %12.3f %18.3f %14.2e\n", m.config.c_str(), m.median_ms,
                 results[0].median_ms / m.median_ms, m.kernels, static_cast<double>(m.memory_bytes) / 1e6,

@@ -157,16 +157,7 @@ std::optional<std::vector<int64_t>> transpose_perm(const Node& node, int64_t ran
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
     return perm;
   }
-  perm = attrs.get_ints("perm");
-  if (static_cast<int64_t>(perm.size()) != rank) return std::nullopt;
-  std::vector<bool> seen(rank, false);
-  for (int64_t& p : perm) {
-    if (p < -rank || p >= rank) return std::nullopt;
-    if (p < 0) p += rank;
-    if (seen[p]) return std::nullopt;
-    seen[p] = true;
-  }
-  return perm;
+  return normalize_permutation(attrs.get_ints("perm"), rank);
 }
 
 bool supports_transpose(const KernelCompileContext& ctx) {
