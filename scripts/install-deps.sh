@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libprotobuf-dev protobuf-compiler libonnx-dev   # ONNX model files
   libdnnl-dev libhwy-dev                          # fast kernels (graph mode)
   nlohmann-json3-dev libcli11-dev                 # JSON output, CLI parsing

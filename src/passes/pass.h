@@ -2,32 +2,51 @@
 // level is a table of pipeline stages (pipelines.cc), each entry with a one-line reason.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/fusion_config.h"
 
 namespace opfuse {
 
 // A decision a pass made that a user may ask about: a fold or fusion applied, or refused and why.
+// The fusion report (issue: reports) renders these; keep every field meaningful.
 struct PassDecision {
   std::string pass;
   std::string what;      // e.g. "BatchNormalization 'bn1' into Conv 'conv1'"
   bool applied = false;
   std::string reason;    // why it was refused (empty when applied)
+  std::string rule;      // the pattern / rule name users switch with FusionConfig (may equal pass)
+  std::vector<std::string> members;  // names of the original nodes involved
+  std::string result;    // applied: name of the node that now does their work
+  int64_t bytes_saved = 0;  // applied fusions: estimated memory traffic saved per run (0: unknown)
+};
+
+// How often a rule matched (its match tree fit) and was applied (its checks passed and it
+// rewrote the graph), per rule name.
+struct RuleCounter {
+  int64_t matched = 0;
+  int64_t applied = 0;
 };
 
 struct PassContext {
   std::vector<PassDecision> decisions;
+  std::map<std::string, RuleCounter> rule_counters;
+  FusionConfig fusion;  // what the user allows the fusing passes to do
+
   void applied(std::string pass, std::string what) {
-    decisions.push_back({std::move(pass), std::move(what), true, {}});
+    decisions.push_back({std::move(pass), std::move(what), true, {}, {}, {}, {}, 0});
   }
   void refused(std::string pass, std::string what, std::string reason) {
-    decisions.push_back({std::move(pass), std::move(what), false, std::move(reason)});
+    decisions.push_back({std::move(pass), std::move(what), false, std::move(reason), {}, {}, {}, 0});
   }
+  void record(PassDecision decision) { decisions.push_back(std::move(decision)); }
 };
 
 // Runs on a graph; returns whether it changed anything (the fixpoint driver stops when no pass
@@ -63,6 +82,7 @@ struct PipelineOptions {
   // Instead of the level's pipeline, run exactly these passes in order (once each).
   std::optional<std::vector<std::string>> passes;
   int max_iterations = 8;
+  FusionConfig fusion;  // run_pipeline copies it into PassContext::fusion
 };
 
 // Runs the level's pipeline (or options.passes). Unknown pass names are an error listing the

@@ -58,6 +58,7 @@ Result<bool> run_one(const PassDef& pass, Graph& graph, const PipelineOptions& o
 
 Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options,
                     PassContext& context) {
+  context.fusion = options.fusion;
   std::vector<PipelineStage> stages;
   if (options.passes) {
     for (const std::string& name : *options.passes) {

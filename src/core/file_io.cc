@@ -1,0 +1,72 @@
+#include "core/file_io.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace opfuse {
+
+namespace fs = std::filesystem;
+
+Status check_can_write(const std::string& path, bool overwrite) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !overwrite) {
+    return Status::user_error(str_cat("'", path, "' exists; pass --force to overwrite it"));
+  }
+  if (fs::is_directory(path, ec)) return Status::user_error(str_cat("'", path, "' is a directory"));
+  fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    return Status::user_error(str_cat("cannot write '", path, "': directory '", parent.string(),
+                                      "' does not exist"));
+  }
+  return Status::ok();
+}
+
+Status write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite) {
+  OPFUSE_TRY(check_can_write(path, overwrite));
+  fs::path target(path);
+  fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  int fd = mkstemp(tmpl.data());
+  if (fd < 0) {
+    return Status::user_error(str_cat("cannot write '", path, "': ", std::strerror(errno)));
+  }
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      return Status::user_error(str_cat("cannot write '", path, "': ", why));
+    }
+    written += static_cast<size_t>(n);
+  }
+  // mkstemp creates 0600; give the file the permissions a plain create gets under the usual umask
+  // (reading the umask would mean changing it, which races with other threads).
+  ::fchmod(fd, 0644);
+  if (::close(fd) != 0) {
+    std::string why = std::strerror(errno);
+    ::unlink(tmpl.c_str());
+    return Status::user_error(str_cat("cannot write '", path, "': ", why));
+  }
+  // Without `overwrite`, link() refuses atomically if the file appeared since the check above;
+  // rename() would silently replace it.
+  int moved = overwrite ? std::rename(tmpl.c_str(), path.c_str()) : ::link(tmpl.c_str(), path.c_str());
+  int move_errno = errno;
+  if (!overwrite || moved != 0) ::unlink(tmpl.c_str());
+  if (moved != 0) {
+    if (move_errno == EEXIST) {
+      return Status::user_error(str_cat("'", path, "' exists; pass --force to overwrite it"));
+    }
+    return Status::user_error(str_cat("cannot write '", path, "': ", std::strerror(move_errno)));
+  }
+  return Status::ok();
+}
+
+}  // namespace opfuse

@@ -1,0 +1,45 @@
+// What the user lets the fusion passes do: one structure behind the C++ API (SessionOptions ->
+// PipelineOptions), the CLI flags and the JSON config file. Every fusing pass asks it before it
+// rewrites: is this rule enabled, may this node join a fusion.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opfuse {
+
+class Node;
+
+struct FusionConfig {
+  // Rules (pattern names, "region_fusion", "fold_batchnorm" ...) switched off by name.
+  std::set<std::string> disabled_rules;
+  // When non-empty, only these rules run (the others count as disabled).
+  std::set<std::string> enabled_rules;
+  // Nodes of these op types never join a fusion ("Softmax": keep every Softmax its own kernel).
+  std::set<std::string> disabled_op_types;
+  // Nodes whose name matches one of these globs (`*`, `?`) never join a fusion, e.g.
+  // "classifier/*" keeps a classifier head unfused while the backbone fuses.
+  std::vector<std::string> excluded_node_globs;
+  // Region fusion: fuse a candidate when it cuts estimated memory traffic by at least this
+  // fraction, and never build a region of more than this many nodes.
+  double region_min_traffic_saving = 0.30;
+  int max_region_nodes = 64;
+  // Bytes of intermediate memory the compiled plan may use (0: no limit). A fusion that would
+  // need more (e.g. a duplicated producer) is refused.
+  int64_t memory_budget_bytes = 0;
+
+  bool rule_enabled(std::string_view rule) const;
+  // Whether `node` may be part of any fusion (its op type is not disabled and its name matches
+  // no excluded glob).
+  bool node_fusible(const Node& node) const;
+  // Why `node` may not be fused ("excluded by glob 'classifier/*'"), or empty when it may.
+  std::string node_refusal(const Node& node) const;
+};
+
+// `*` matches any run of characters (including '/'), `?` any one character.
+bool glob_match(std::string_view glob, std::string_view text);
+
+}  // namespace opfuse
