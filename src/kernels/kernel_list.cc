@@ -9,6 +9,8 @@
 
 namespace opfuse {
 
+KernelImpl fused_region_kernel_impl();  // kernels/cpu/fused_region_kernel.cc
+
 const std::vector<KernelImpl>& all_kernels() {
   static const std::vector<KernelImpl> kernels = [] {
     std::vector<KernelImpl> list = {
@@ -22,6 +24,8 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_average_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),
         onednn::onednn_global_max_pool_kernel(),
+        // Region fusion's generated kernels (codegen/: FusedProgram on the Highway backend).
+        fused_region_kernel_impl(),
     };
     // Highway kernels (kernels/cpu/hwy_kernels.h) last: the elementwise kernel is one entry per
     // op with a scalar expression, generated from the registry.
