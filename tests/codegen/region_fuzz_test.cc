@@ -1,16 +1,20 @@
 // Differential fuzzing of region fusion and the generated kernels: random DAGs of elementwise,
 // broadcast, injective (Reshape, Transpose, Slice, Concat, Pad, Gather) and reduction ops (and
 // Softmax/LayerNormalization, expanded) over random shapes with size-1 and odd dims, compiled at
-// O2 and compared with eager mode (the reference kernels): max |got - want| / max |want| <= 1e-4.
+// O2 and compared with eager mode (the reference kernels): max |got - want| / max(max |want|, 1)
+// <= 1e-4 (inputs are uniform in [-1.5, 1.5]).
 //
 // Seeds are fixed (case i uses seed i). CI runs OPFUSE_FUZZ_CASES (default 300, a few seconds);
-// a deeper run: OPFUSE_FUZZ_CASES=5000 ./build/tests/opfuse_tests --gtest_filter='RegionFuzz*'.
+// a deeper run: OPFUSE_FUZZ_CASES=5000 ./build/tests/opfuse_tests --gtest_filter='RegionFuzz*';
+// one seed: OPFUSE_FUZZ_FIRST=1759 OPFUSE_FUZZ_CASES=1. A failure prints the graph before and after.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
 #include "core/random.h"
+#include "ir/text_format.h"
 #include "passes/infer_shapes.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
@@ -186,8 +190,11 @@ int fuzz_cases() {
 TEST(RegionFuzzTest, RandomDagsMatchEager) {
   const int cases = fuzz_cases();
   int regions = 0, fused_cases = 0;
-  for (int seed = 0; seed < cases; ++seed) {
+  const char* first_env = std::getenv("OPFUSE_FUZZ_FIRST");  // reproduce one seed: FIRST=s CASES=1
+  const int first = first_env ? std::atoi(first_env) : 0;
+  for (int seed = first; seed < first + cases; ++seed) {
     Graph g = DagBuilder(static_cast<uint64_t>(seed)).build();
+    const std::string text = print_graph(g);
     TensorMap inputs;
     for (const Value* v : g.inputs()) {
       Tensor t = Tensor::zeros(DType::kF32, *static_dims(*v->shape)).value();
@@ -208,9 +215,21 @@ TEST(RegionFuzzTest, RandomDagsMatchEager) {
     ASSERT_TRUE(session.is_ok()) << "seed " << seed << ": " << session.status().message();
     auto got = session->run(inputs);
     ASSERT_TRUE(got.is_ok()) << "seed " << seed << ": " << got.status().message();
-    const double diff = max_relative_difference(*got, *want);
-    EXPECT_LE(diff, 1e-4) << "seed " << seed;
+    // Relative to max(|want|, 1): inputs are O(1), and a result that is a cancellation (the sum
+    // of centred values) is rounding noise on both sides, to be judged at the inputs' scale.
+    double diff = 0;
+    for (const auto& [name, w] : *want) {
+      const Tensor& o = got->at(name);
+      double scale = 1.0, err = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) {
+        scale = std::max(scale, std::abs(static_cast<double>(w.data<float>()[i])));
+        const double d = std::abs(static_cast<double>(o.data<float>()[i]) - w.data<float>()[i]);
+        err = std::isnan(d) ? 1e9 : std::max(err, d);
+      }
+      diff = std::max(diff, err / scale);
+    }
     auto plan = session->plan_for(inputs);
+    EXPECT_LE(diff, 1e-4) << "seed " << seed << "\n" << text << "\nfused:\n" << print_graph((*plan)->graph());
     int here = 0;
     for (const Node* n : (*plan)->graph().nodes()) here += n->op_type() == "FusedRegion";
     regions += here;
