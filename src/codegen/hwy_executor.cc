@@ -258,7 +258,7 @@ class HwyProgram final : public CompiledProgram {
       const size_t stride = static_cast<size_t>((tile_len_ + 15) / 16 * 16);
       std::vector<float> scratch(static_cast<size_t>(num_slots_) * stride + 16);
       std::vector<const float*> vals(count);
-      std::vector<float*> bufs(count);
+      std::vector<float*> bufs(count), tile_bufs(count);
       std::vector<int64_t> splat_at(count, -1);
       std::vector<int64_t> coords;
       for (size_t i = 0; i < count; ++i) {
@@ -287,20 +287,11 @@ class HwyProgram final : public CompiledProgram {
           const ExecInstr& e = code_[i];
           if (e.kind == InstrKind::kLoad) vals[i] = load(e.v.a, inputs, start, n, bufs[i], splat_at[i], coords);
         }
-        // Direct stores: point the instruction's buffer at the output for this tile.
-        std::vector<float*>& out_bufs = bufs;
-        std::vector<float*> saved;
+        // Direct stores: the instruction writes this tile of its output in place.
         for (size_t i = 0; i < count; ++i) {
-          if (direct_[i] >= 0) {
-            saved.push_back(out_bufs[i]);
-            out_bufs[i] = outputs[direct_[i]]->data<float>() + start;
-          }
+          tile_bufs[i] = direct_[i] >= 0 ? outputs[direct_[i]]->data<float>() + start : bufs[i];
         }
-        hwy_cpu::run_tile(code_.data(), count, vals.data(), out_bufs.data(), static_cast<size_t>(n));
-        size_t si = 0;
-        for (size_t i = 0; i < count; ++i) {
-          if (direct_[i] >= 0) out_bufs[i] = saved[si++];
-        }
+        hwy_cpu::run_tile(code_.data(), count, vals.data(), tile_bufs.data(), static_cast<size_t>(n));
         for (const ProgramStore& s : p_.stores) {
           if (direct_[s.instr] == s.output && !s.per_row) continue;
           float* o = outputs[s.output]->data<float>();

@@ -30,6 +30,16 @@ const char* kChain = R"(graph @main opset 13 (%x: f32[4096,4096], %b: f32[4096,4
   return %y
 })";
 
+// The same without the transcendental: y = (x * 0.5 + b) * x - b.
+const char* kArithChain = R"(graph @main opset 13 (%x: f32[4096,4096], %b: f32[4096,4096]) {
+  %h: f32[] = const [0.5]
+  %m: f32[4096,4096] = Mul(%x, %h)
+  %a: f32[4096,4096] = Add(%m, %b)
+  %p: f32[4096,4096] = Mul(%a, %x)
+  %y: f32[4096,4096] = Sub(%p, %b)
+  return %y
+})";
+
 void BM_StreamTriad(benchmark::State& state) {
   std::vector<float> a(kElems), b(kElems, 1.0f), c(kElems, 2.0f);
   const float s = 3.0f;
@@ -42,8 +52,8 @@ void BM_StreamTriad(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamTriad)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_FusedChain(benchmark::State& state) {
-  auto g = parse_graph(kChain);
+void BM_FusedChain(benchmark::State& state, const char* text) {
+  auto g = parse_graph(text);
   if (!g.is_ok()) return state.SkipWithError(g.status().message().c_str());
   PassContext ctx;
   PipelineOptions options;
@@ -69,7 +79,8 @@ void BM_FusedChain(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kElems * 3 * 4);
   state.SetLabel(std::string((*kernel)->name()));
 }
-BENCHMARK(BM_FusedChain)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FusedChain, tanh_chain, kChain)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FusedChain, arith_chain, kArithChain)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace opfuse
