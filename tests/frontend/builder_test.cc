@@ -73,6 +73,35 @@ TEST(ModelBuilderTest, BuildsTypedGraphWithInferredShapes) {
   EXPECT_EQ(hist.at("Add"), 1);
 }
 
+TEST(ModelBuilderTest, NamedOutputsCostNoCopyAndHandlesStayValid) {
+  ModelBuilder b("names", 0);
+  Var x = b.input("x", {3});
+  Var h = b.relu(x);
+  b.output(h, "features");   // h stays usable after being declared an output
+  b.output(h * 2.0, "twice");
+  b.output(x, "passthrough");  // an input: only an Identity can rename it
+  auto g = b.finish();
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_EQ(g->outputs().size(), 3u);
+  EXPECT_EQ(g->outputs()[0]->name(), "features");
+  EXPECT_EQ(g->outputs()[0]->producer()->op_type(), "Relu");  // renamed, not copied
+  EXPECT_EQ(g->outputs()[1]->producer()->op_type(), "Mul");
+  EXPECT_EQ(g->outputs()[2]->producer()->op_type(), "Identity");
+  auto s = Session::create(std::move(*g));
+  ASSERT_TRUE(s.is_ok());
+  auto out = s->run({{"x", Tensor::from_vector<float>({3}, {-1.0f, 2.0f, 3.0f})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_FLOAT_EQ(out->at("features").get_double(0), 0.0);
+  EXPECT_FLOAT_EQ(out->at("twice").get_double(1), 4.0);
+  EXPECT_FLOAT_EQ(out->at("passthrough").get_double(0), -1.0);
+
+  ModelBuilder dup("dup", 0);
+  Var y = dup.input("y", {3});
+  dup.output(dup.relu(y), "out");
+  dup.output(dup.sigmoid(y), "out");
+  ASSERT_FALSE(dup.finish().is_ok());
+}
+
 TEST(ModelBuilderTest, ComputesWhatItSays) {
   // y = relu(x - 0.5) * 3 on a known input.
   ModelBuilder b("arith", 0);

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 
 #include <cstring>
 
@@ -172,14 +173,16 @@ bool is_composite_op(const std::string& domain, const std::string& op_type) {
 Status expand_composite(Graph& graph, Node* node) {
   auto def = find_composite(node->domain(), node->op_type());
   if (!def) return Status::internal_error(node->describe() + " is not a composite op");
+  std::unordered_set<const Node*> outer_nodes;
+  for (const Node* n : graph.nodes()) outer_nodes.insert(n);
   ModelBuilder b(graph, 0);
   ModelBuilder::Scope scope(b, node->name());
   std::vector<Var> inputs;
   for (Value* in : node->inputs()) inputs.push_back(in ? Var(&b, in) : Var());
   OPFUSE_ASSIGN_OR_RETURN(std::vector<Var> outputs, instantiate(b, *def, *node, inputs));
   // Park the uses of the node's outputs, drop the node and its values (freeing their names),
-  // then point the uses at the body's results. A graph output keeps its name through an
-  // Identity (a view: no kernel, no copy).
+  // then point the uses at the body's results. A graph output keeps its name: the body node
+  // computing it is re-made under that name (or, when the body returns an input, an Identity).
   const std::vector<Value*> old = node->outputs();
   std::vector<std::string> names;
   std::vector<bool> was_output;
@@ -196,15 +199,26 @@ Status expand_composite(Graph& graph, Node* node) {
   }
   OPFUSE_TRY(graph.remove_node(node));
   graph.remove_dead_values();
+  std::map<Value*, Value*> renamed;  // a body value re-made under an output's name
   for (size_t i = 0; i < old.size(); ++i) {
     if (parked[i] == nullptr) continue;
     Value* result = outputs[i].value();
+    if (auto it = renamed.find(result); it != renamed.end()) result = it->second;
     if (was_output[i]) {
-      OPFUSE_ASSIGN_OR_RETURN(Node * id, graph.add_node("Identity", {result}, {names[i]}, {},
-                                                        b.scoped("output"), ""));
-      id->output(0)->dtype = result->dtype;
-      id->output(0)->shape = result->shape;
-      result = id->output(0);
+      Value* named = nullptr;
+      if (result->producer() != nullptr && !outer_nodes.count(result->producer())) {
+        OPFUSE_ASSIGN_OR_RETURN(named, rename_by_rebuilding(graph, result, names[i]));
+      }
+      if (named != nullptr) {
+        renamed[outputs[i].value()] = named;
+        result = named;
+      } else {
+        OPFUSE_ASSIGN_OR_RETURN(Node * id, graph.add_node("Identity", {result}, {names[i]}, {},
+                                                          b.scoped("output"), ""));
+        id->output(0)->dtype = result->dtype;
+        id->output(0)->shape = result->shape;
+        result = id->output(0);
+      }
     }
     graph.replace_all_uses(parked[i], result);
   }

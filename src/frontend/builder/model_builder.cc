@@ -58,6 +58,25 @@ Var operator/(Var a, double b) { return binary_scalar("Div", a, b, false); }
 Var operator-(double a, Var b) { return binary_scalar("Sub", b, a, true); }
 Var operator*(double a, Var b) { return binary_scalar("Mul", b, a, true); }
 
+Result<Value*> rename_by_rebuilding(Graph& graph, Value* value, const std::string& name) {
+  Node* p = value->producer();
+  if (p == nullptr || p->outputs().size() != 1 || value->is_graph_output()) return nullptr;
+  if (graph.find_value(name) != nullptr) {
+    return Status::internal_error(str_cat("cannot name a value '", name, "': the name is taken"));
+  }
+  const std::string op = p->op_type(), domain = p->domain(), node_name = p->name();
+  const std::vector<Value*> inputs = p->inputs();
+  const Attributes attrs = p->attrs;
+  Value* parked = graph.add_value("", value->dtype, value->shape);
+  graph.replace_all_uses(value, parked);
+  OPFUSE_TRY(graph.remove_node(p));  // its inputs stay alive: no dead-value sweep here
+  OPFUSE_ASSIGN_OR_RETURN(Node * copy, graph.add_node(op, inputs, {name}, attrs, node_name, domain));
+  copy->output(0)->dtype = value->dtype;
+  copy->output(0)->shape = value->shape;
+  graph.replace_all_uses(parked, copy->output(0));
+  return copy->output(0);  // the placeholder and the old value are dead: the caller sweeps them
+}
+
 // ---- ModelBuilder: graph plumbing ----
 
 ModelBuilder::ModelBuilder(std::string name, uint64_t seed) : owned_(std::in_place), rng_(seed) {
@@ -148,28 +167,50 @@ void ModelBuilder::output(Var v, const std::string& name) {
     fail(Status::user_error("output: invalid value handle"));
     return;
   }
-  if (!name.empty() && name != v.name()) {
-    if (graph_->find_value(name) != nullptr) {
-      fail(Status::user_error(str_cat("output '", name, "': the name is already used")));
+  const std::string& final_name = name.empty() ? v.name() : name;
+  for (const auto& [value, n] : outputs_) {
+    if (n == final_name) {
+      fail(Status::user_error(str_cat("output '", final_name, "' is declared twice")));
       return;
     }
-    Result<Node*> id = graph_->add_node("Identity", {v.value()}, {name}, {}, name);
-    if (!id.is_ok()) {
-      fail(id.status());
-      return;
-    }
-    if (!check_and_infer(**id).is_ok()) return;
-    v = Var(this, (*id)->output(0));
   }
-  graph_->add_output(v.value());
+  if (final_name != v.name() && graph_->find_value(final_name) != nullptr) {
+    fail(Status::user_error(str_cat("output '", final_name, "': the name is already used")));
+    return;
+  }
+  // Named at finish(): renaming re-makes the producing node, which would leave the caller's
+  // handles to the old value dangling while building goes on.
+  outputs_.emplace_back(v.value(), final_name);
+}
+
+Status ModelBuilder::name_outputs() {
+  for (auto& [value, name] : outputs_) {
+    Value* out = value;
+    if (value->name() != name) {
+      OPFUSE_ASSIGN_OR_RETURN(out, rename_by_rebuilding(*graph_, value, name));
+      if (out == nullptr) {  // an input, a constant or already an output: through an Identity
+        OPFUSE_ASSIGN_OR_RETURN(Node * id, graph_->add_node("Identity", {value}, {name}, {}, name));
+        OPFUSE_TRY(check_and_infer(*id));
+        out = id->output(0);
+      }
+      // Later entries may name the same value again: point them at the renamed one.
+      for (auto& [other, other_name] : outputs_) {
+        if (other == value) other = out;
+      }
+    }
+    graph_->add_output(out);
+  }
+  graph_->remove_dead_values();
+  return Status::ok();
 }
 
 Result<Graph> ModelBuilder::finish() {
   if (!owned_) return Status::internal_error("finish() on a builder that does not own its graph");
   OPFUSE_TRY(status_);
-  if (graph_->outputs().empty()) {
+  if (outputs_.empty()) {
     return Status::user_error(str_cat("model '", graph_->name, "' has no outputs"));
   }
+  OPFUSE_TRY(name_outputs());
   OPFUSE_TRY(infer_shapes(*graph_));
   OPFUSE_TRY(verify_graph(*graph_));
   status_ = Status::user_error("finish() was already called");

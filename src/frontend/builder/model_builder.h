@@ -89,6 +89,14 @@ struct PoolOptions {
   int64_t pad = 0;
 };
 
+// Makes the node producing `value` produce a value named `name` instead, by re-adding the node
+// with that output name (value names key the graph's lookups, so there is no renaming in
+// place) and moving every use over. Returns the new value, or null (nothing changed) when
+// `value` has no producer, its producer has several outputs, or it is a graph output. The old
+// value is left dead (no producer, no uses) for the caller's remove_dead_values sweep. Used to
+// give graph outputs their names without an Identity node (which would cost a copy).
+Result<Value*> rename_by_rebuilding(Graph& graph, Value* value, const std::string& name);
+
 class ModelBuilder {
  public:
   // Builds a new graph named `name`, default-domain opset 17, weights from `seed`.
@@ -128,8 +136,10 @@ class ModelBuilder {
   Var ints(std::vector<int64_t> values);  // an i64 vector constant (shapes, axes, pads)
   Var weight(const std::string& name, std::vector<int64_t> dims, Init init = Init::he_uniform(),
              DType dtype = DType::kF32);
-  // Marks a graph output; with a name different from the value's, through an Identity (a view:
-  // free in graph mode).
+  // Marks a graph output, named `name` when given. At finish() the node computing it is re-made
+  // under that name (an Identity only when `v` is an input or a constant, or output twice), so
+  // a named output costs no copy. Builders that do not own their graph (composite bodies)
+  // return values instead of declaring outputs.
   void output(Var v, const std::string& name = "");
   // Infers shapes over the whole graph, verifies it and hands it over. Returns the first error.
   Result<Graph> finish();
@@ -187,6 +197,7 @@ class ModelBuilder {
 
  private:
   void init_tensor(Tensor& t, const Init& init);
+  Status name_outputs();
   // Validates a node's arity and attributes against its record and infers its output types.
   Status check_and_infer(Node& node);
 
@@ -196,6 +207,7 @@ class ModelBuilder {
   Status status_;
   std::string scope_;
   int64_t counter_ = 0;
+  std::vector<std::pair<Value*, std::string>> outputs_;  // declared outputs, named at finish()
 };
 
 }  // namespace opfuse

@@ -17,7 +17,10 @@ class Inliner {
  public:
   explicit Inliner(onnx::ModelProto& model) : model_(model) {
     for (const onnx::FunctionProto& f : model.functions()) functions_[{canonical_domain(f.domain()), f.name()}] = &f;
-    for (const auto& n : model.graph().node()) taken_.insert(n.name());
+    // A call's own name is free: the call is replaced by its body, named after it.
+    for (const auto& n : model.graph().node()) {
+      if (function_for(n) == nullptr) taken_.insert(n.name());
+    }
   }
 
   Status run() {
@@ -132,7 +135,7 @@ class Inliner {
         resolved.set_name(a.name());
         *inst.add_attribute() = std::move(resolved);
       }
-      taken_.insert(inst.name());
+      if (function_for(inst) == nullptr) taken_.insert(inst.name());
       OPFUSE_TRY(emit(inst, depth + 1, out));
     }
     return Status::ok();
