@@ -191,7 +191,7 @@ class Lowerer {
     OPFUSE_ASSIGN_OR_RETURN(auto out_dims, dims_of(v));
     const OpDef& def = n->def();
     const std::string& op = n->op_type();
-    if (def.scalar != nullptr && def.reference == nullptr && n->domain().empty()) {
+    if (def.scalar != nullptr && def.reference == nullptr) {  // built-in or custom elementwise
       return emit_elementwise(*n, out_dims, chain);
     }
     if (def.kind == FusionKind::kReduction) return emit_reduce(*n, out_dims, chain);

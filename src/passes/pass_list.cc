@@ -20,8 +20,8 @@ const std::vector<PassDef>& all_passes() {
        run_expand_composites_pass},
       {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
        run_fuse_epilogue_pass},
-      {"expand_composites", "rewrites Softmax, LogSoftmax and LayerNormalization (last axis) into primitives for region fusion",
-       run_expand_composites_pass},
+      {"expand_to_primitives", "rewrites Softmax, LogSoftmax and LayerNormalization (last axis) into primitives for region fusion",
+       run_expand_to_primitives_pass},
       {"region_fusion", "fuses clusters of elementwise/broadcast/injective/row-reduction ops into opfuse::FusedRegion kernels",
        run_region_fusion_pass},
   };

@@ -101,14 +101,17 @@ bool params_constant(const Node& n, size_t from) {
 
 // The node's kind for region fusion (kOpaque: a barrier).
 FusionKind classify(const Node& n) {
-  if (!n.domain().empty()) return FusionKind::kOpaque;
   const OpDef& def = n.def();
+  // Custom ops (their own domain) fuse when they declare a scalar expression; opfuse's own fused
+  // ops never do.
+  const bool elementwise = def.scalar != nullptr && def.reference == nullptr;
+  if (!n.domain().empty() && (!elementwise || n.domain() == kFusedDomain)) return FusionKind::kOpaque;
   if (def.kind >= FusionKind::kAnchor || def.traits.has_side_effects) return FusionKind::kOpaque;
   for (const Value* o : n.outputs()) {
     if (!is_f32_static(o)) return FusionKind::kOpaque;
   }
   const std::string& op = n.op_type();
-  if (def.scalar != nullptr && def.reference == nullptr) {
+  if (elementwise) {
     for (const Value* in : n.inputs()) {
       if (in != nullptr && !is_f32_static(in)) return FusionKind::kOpaque;
     }
@@ -140,8 +143,9 @@ struct Body {
   std::vector<Value*> outputs;
 };
 
-Result<Body> build_body(const std::vector<Node*>& members) {
+Result<Body> build_body(const Graph& outer, const std::vector<Node*>& members) {
   Body b;
+  b.graph.opset_imports = outer.opset_imports;
   std::set<const Node*> in_region(members.begin(), members.end());
   std::unordered_map<const Value*, Value*> mapped;
   auto map_input = [&](Value* v) -> Value* {
@@ -374,7 +378,7 @@ class RegionFuser {
 
   // Empty when the candidate lowers to a FusedProgram within the duplication and memory bounds.
   std::string check_lowering(const std::vector<Node*>& members) {
-    auto body = build_body(members);
+    auto body = build_body(graph_, members);
     if (!body.is_ok()) return body.status().message();
     std::vector<const Tensor*> constants;
     for (const Value* v : body->inputs) constants.push_back(constant_data(v));
@@ -395,7 +399,7 @@ class RegionFuser {
   }
 
   Result<bool> materialise(const std::vector<Node*>& members) {
-    OPFUSE_ASSIGN_OR_RETURN(Body body, build_body(members));
+    OPFUSE_ASSIGN_OR_RETURN(Body body, build_body(graph_, members));
     const Cost cost = traffic(members, body);
     PassDecision d{std::string(kRule), describe_members(members), false, {}, std::string(kRule),
                    names_of(members), {}, cost.before - cost.after};

@@ -1,4 +1,5 @@
-// Expanders: composite ops rewritten into primitive ops so that region fusion fuses them with
+// Expanders (pass `expand_to_primitives`; `expand_composites` is the one that inlines user
+// composite ops): built-in composite ops rewritten into primitive ops so that region fusion fuses them with
 // their neighbours (a residual Add into LayerNorm, the attention scale and mask into Softmax) in
 // one generated kernel, instead of a dedicated kernel per composite and a pass over memory per
 // neighbour. One table entry per composite:
@@ -21,7 +22,7 @@
 namespace opfuse {
 namespace {
 
-constexpr std::string_view kPass = "expand_composites";
+constexpr std::string_view kPass = "expand_to_primitives";
 
 struct Builder {
   Graph& graph;
@@ -122,7 +123,7 @@ std::string refusal(const Node& n) {
 
 }  // namespace
 
-Result<bool> run_expand_composites_pass(Graph& graph, PassContext& context) {
+Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context) {
   // Expanded composites only pay off when region fusion puts them back together.
   if (!context.fusion.rule_enabled(kPass) || !context.fusion.rule_enabled("region_fusion")) return false;
   bool changed = false;
