@@ -17,6 +17,8 @@ const std::vector<PassDef>& all_passes() {
        run_fold_batchnorm_pass},
       {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
        run_fuse_epilogue_pass},
+      {"fuse_patterns", "applies every registered fusion pattern (src/patterns) greedily to a fixpoint",
+       run_fuse_patterns_pass},
   };
   return passes;
 }

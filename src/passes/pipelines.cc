@@ -22,6 +22,9 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   };
   static const std::vector<PipelineStage> o2 = [] {
     std::vector<PipelineStage> stages(o1.begin(), o1.end() - 1);
+    // Semantic patterns (GELU ...) first, so anchors then absorb the ops they produce.
+    stages.push_back({{"fuse_patterns", "dce"}, false,
+                      "pattern fusion: rewrite decomposed composites into one op (src/patterns)"});
     // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now.
     stages.push_back({{"fuse_epilogue", "dce"}, false,
                       "fuse activations and residual Adds into their Conv (one pass over memory)"});
