@@ -15,9 +15,7 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
-      {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
-       run_fuse_epilogue_pass},
-      {"fuse_patterns", "applies every registered fusion pattern (src/patterns) greedily to a fixpoint",
+      {"fuse_patterns", "every fusion pattern (src/patterns): composites (GELU ...), anchor epilogues (Conv/MatMul/Gemm + bias, activations, residual Add), Focus",
        run_fuse_patterns_pass},
   };
   return passes;

@@ -22,12 +22,11 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   };
   static const std::vector<PipelineStage> o2 = [] {
     std::vector<PipelineStage> stages(o1.begin(), o1.end() - 1);
-    // Semantic patterns (GELU ...) first, so anchors then absorb the ops they produce.
+    // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now. One greedy driver runs
+    // every pattern: composites (GELU) become one op, which anchors then absorb with the rest
+    // of their elementwise chain (bias, scale, activations, residual Add).
     stages.push_back({{"fuse_patterns", "dce"}, false,
-                      "pattern fusion: rewrite decomposed composites into one op (src/patterns)"});
-    // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now.
-    stages.push_back({{"fuse_epilogue", "dce"}, false,
-                      "fuse activations and residual Adds into their Conv (one pass over memory)"});
+                      "pattern and epilogue fusion: one kernel per anchor and its elementwise chain"});
     stages.push_back(o1.back());
     return stages;
   }();

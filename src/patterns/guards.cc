@@ -69,7 +69,7 @@ Reason standard_guards(const Pattern& pattern, const Match& match, const PassCon
 
 Result<Node*> replace_match(Graph& graph, const Match& match, const std::string& op_type,
                             const std::string& domain, std::vector<Value*> inputs,
-                            Attributes attrs, const std::string& node_name) {
+                            Attributes attrs, std::string node_name) {
   Value* result = match.root->output(0);
   const std::string value_name = result->name();
   const DType dtype = result->dtype;

@@ -137,7 +137,7 @@ Reason standard_guards(const Pattern& pattern, const Match& match, const PassCon
 // outputs and downstream names are unchanged; every node of the match is removed.
 Result<Node*> replace_match(Graph& graph, const Match& match, const std::string& op_type,
                             const std::string& domain, std::vector<Value*> inputs,
-                            Attributes attrs, const std::string& node_name);
+                            Attributes attrs, std::string node_name);
 
 // ---- the registry and the driver -------------------------------------------------------------
 
