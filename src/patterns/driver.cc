@@ -3,6 +3,7 @@
 // first) and applies the first match that passes the standard guards and the pattern's check.
 // Sweeps repeat until one changes nothing (a fixpoint), capped by a number of rewrites.
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -27,21 +28,44 @@ std::vector<std::string> member_names(const Match& m) {
   return names;
 }
 
-// Records a refusal once per (rule, what, reason): later sweeps see the same refusal again.
-void record_refusal(PassContext& context, std::string_view pass, const Pattern& p, const Match& m,
-                    const Reason& why) {
+// A refusal waiting for the end of the run: it is dropped when another rule later fused its
+// root (Sigmoid(conv) refused as "shared intermediate" and then absorbed by the SiLU rule is
+// not something to report).
+struct PendingRefusal {
+  PassDecision decision;
+  std::string root;
+};
+
+void add_refusal(std::vector<PendingRefusal>& pending, std::string_view pass, const Pattern& p,
+                 const Match& m, const Reason& why) {
   const std::string what = p.describe ? p.describe(m) : default_description(m);
-  for (const PassDecision& d : context.decisions) {
-    if (!d.applied && d.rule == p.name && d.what == what && d.reason == why) return;
+  for (const PendingRefusal& r : pending) {
+    if (r.decision.rule == p.name && r.decision.what == what && r.decision.reason == why) return;
   }
-  ++context.rule_counters[p.name].matched;
   PassDecision d;
   d.pass = std::string(pass);
   d.what = what;
   d.reason = why;
   d.rule = p.name;
   d.members = member_names(m);
-  context.record(std::move(d));
+  pending.push_back({std::move(d), m.root->name()});
+}
+
+// Records the refusals whose root no applied rewrite of this run absorbed, once each (a
+// fixpoint stage may run the pass again).
+void record_refusals(PassContext& context, std::vector<PendingRefusal>& pending,
+                     const std::set<std::string>& fused_members) {
+  for (PendingRefusal& r : pending) {
+    if (fused_members.count(r.root)) continue;
+    bool seen = false;
+    for (const PassDecision& d : context.decisions) {
+      seen |= !d.applied && d.rule == r.decision.rule && d.what == r.decision.what &&
+              d.reason == r.decision.reason;
+    }
+    if (seen) continue;
+    ++context.rule_counters[r.decision.rule].matched;
+    context.record(std::move(r.decision));
+  }
 }
 
 }  // namespace
@@ -65,6 +89,8 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
                                                : 4 * static_cast<int64_t>(graph.num_nodes()) + 64;
   int64_t rewrites = 0;
   bool changed_any = false;
+  std::vector<PendingRefusal> pending;
+  std::set<std::string> fused_members;
   while (true) {
     bool changed = false;
     std::unordered_set<const Node*> dead;
@@ -83,14 +109,18 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
             chosen = m;
             return true;
           }
-          if (!refused) refused = m, refused_why = why;
+          if (!refused) {
+            refused = m;
+            refused_why = why;
+          }
           return false;
         });
         if (!chosen) {
-          if (refused) record_refusal(context, pass_name, *p, *refused, refused_why);
+          if (refused) add_refusal(pending, pass_name, *p, *refused, refused_why);
           continue;
         }
         if (rewrites >= cap) {
+          record_refusals(context, pending, fused_members);
           context.refused(std::string(pass_name), p->name,
                           str_cat("stopped after ", cap, " rewrites (iteration cap)"));
           OPFUSE_TRY(graph.topological_sort());
@@ -102,6 +132,7 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
         d.applied = true;
         d.rule = p->name;
         d.members = member_names(*chosen);
+        fused_members.insert(d.members.begin(), d.members.end());
         for (const Node* n : chosen->nodes) dead.insert(n);
         OPFUSE_ASSIGN_OR_RETURN(Node * result, p->rewrite(graph, *chosen));
         d.result = result->name();
@@ -119,6 +150,7 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
     // Rewrites append their node at the end; later sweeps and passes want topological order.
     OPFUSE_TRY(graph.topological_sort());
   }
+  record_refusals(context, pending, fused_members);
   return changed_any;
 }
 

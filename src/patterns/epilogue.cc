@@ -13,7 +13,7 @@
 //
 // Algebra: Fused(x, W, B, r){[p1 .. pk]} = pk(...p1(Anchor(x, W, B))...), each p elementwise:
 // one ONNX activation (Relu, LeakyRelu, Clip/Relu6, Sigmoid, Tanh, HardSigmoid, HardSwish, Elu,
-// Gelu erf/tanh), x * Sigmoid(x) (SiLU), a * y + b (Mul/Div/Add/Sub by a scalar constant) or
+// Gelu erf/tanh), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant) or
 // "add": + r, with r of exactly the output's shape and dtype, at most one per anchor. Since every
 // p reads only the element it writes, applying them inside the kernel computes the same values.
 // Each pattern absorbs one op; the driver repeats them, so a whole chain ends in one node.
@@ -21,6 +21,8 @@
 // not a graph output (standard guards), f32, the absorbed op keeps the anchor's shape, the
 // residual does not depend on the anchor. The fused node keeps the anchor's name and the
 // absorbed op's output name.
+#include <cmath>
+
 #include "ops/fused.h"
 #include "passes/pass_util.h"
 #include "patterns/epilogue.h"
@@ -112,6 +114,19 @@ Pattern silu_pattern() {
                         [](const Match&) -> Result<std::string> { return std::string("sigmoid_mul"); });
 }
 
+// x * HardSigmoid(x) with HardSigmoid's default alpha = 1/6, beta = 0.5 is HardSwish (how
+// PyTorch exports nn.Hardswish before opset 14: MobileNetV3).
+Pattern hardswish_mul_pattern() {
+  Pattern p = absorb_pattern(
+      "epilogue_hardswish_mul", op("Mul", {anchor_tree(), op("HardSigmoid", {any("anchor")}).as("hs")}),
+      [](const Match&) -> Result<std::string> { return std::string("hardswish"); });
+  p.condition = [](const Match& m) {
+    const AttrReader a(*m.node("hs"));
+    return std::abs(a.get_float("alpha") - 1.0f / 6.0f) <= 1e-6f && std::abs(a.get_float("beta") - 0.5f) <= 1e-6f;
+  };
+  return p;
+}
+
 // a * y + b from Mul / Div / Add / Sub of the anchor's output by a scalar constant.
 Pattern linear_pattern(std::string_view onnx_op) {
   const std::string op_name(onnx_op);
@@ -184,6 +199,7 @@ std::vector<Pattern> epilogue_patterns() {
     if (!spec.onnx_op.empty()) out.push_back(activation_pattern(&spec));
   }
   out.push_back(silu_pattern());
+  out.push_back(hardswish_mul_pattern());
   for (std::string_view op : {"Mul", "Div", "Add", "Sub"}) out.push_back(linear_pattern(op));
   out.push_back(residual_pattern());
   return out;

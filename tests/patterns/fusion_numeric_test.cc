@@ -229,7 +229,9 @@ TEST(FusionNumericTest, ConvPerChannelScaleShiftAndScalarAfterActivation) {
 TEST(FusionNumericTest, DepthwiseConvHardSwishAndSilu) {
   for (const char* tail : {"%y: f32[1,16,8,8] = HardSwish(%c)",
                            "%sg: f32[1,16,8,8] = Sigmoid(%c)\n  %y: f32[1,16,8,8] = Mul(%sg, %c)",
-                           "%y: f32[1,16,8,8] = Clip(%c, %lo, %hi)"}) {
+                           "%y: f32[1,16,8,8] = Clip(%c, %lo, %hi)",
+                           "%hs: f32[1,16,8,8] = HardSigmoid(%c) {alpha = 0.16666667}\n"
+                           "  %y: f32[1,16,8,8] = Mul(%c, %hs)"}) {
     SCOPED_TRACE(tail);
     const std::string text = std::string(R"(graph @main opset 13 (%x: f32[1,16,8,8]) {
   %w: f32[16,1,3,3] = const elided
