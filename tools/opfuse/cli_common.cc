@@ -7,6 +7,7 @@
 #include "core/npy.h"
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
+#include "plugin/plugin_loader.h"
 
 namespace opfuse::cli {
 namespace {
@@ -102,6 +103,15 @@ Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags)
     inputs[sig.name] = std::move(t);
   }
   return inputs;
+}
+
+void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs) {
+  cmd->add_option("--custom-op-lib", libs, "PATH: load custom ops from this plugin library (repeatable)");
+}
+
+Status load_custom_op_libs(const std::vector<std::string>& libs) {
+  for (const std::string& lib : libs) OPFUSE_TRY(load_custom_op_library(lib).status());
+  return Status::ok();
 }
 
 Result<Session> open_session(const std::string& model, const SessionFlags& flags) {

@@ -32,6 +32,11 @@ void add_input_flags(CLI::App* cmd, InputFlags& flags, bool random_by_default);
 // Reads the .npy inputs, then fills the rest with seeded random data when `random` is set.
 Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags);
 
+// --custom-op-lib PATH (repeatable), added to every command by main.cc: plugins whose ops
+// models may use (plugin/opfuse_plugin.h). Loaded before the command runs.
+void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs);
+Status load_custom_op_libs(const std::vector<std::string>& libs);
+
 // Loads an ONNX model and creates a session for it.
 Result<Session> open_session(const std::string& model, const SessionFlags& flags);
 
