@@ -288,3 +288,22 @@ TEST(FusionNumericTest, FocusBecomesOneStrideTwoConv) {
 
 }  // namespace
 }  // namespace opfuse
+
+namespace opfuse {
+namespace {
+
+TEST(FusionNumericTest, ConvTransposeReluAndResidual) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,8,5,5], %r: f32[1,4,10,10]) {
+  %w: f32[8,4,4,4] = const elided
+  %b: f32[4] = const elided
+  %c: f32[1,4,10,10] = ConvTranspose(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]}
+  %a: f32[1,4,10,10] = Relu(%c)
+  %y: f32[1,4,10,10] = Add(%a, %r)
+  return %y
+})";
+  EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConvTranspose", 1}}));
+  EXPECT_EQ(kernels_of(text, "FusedConvTranspose"), (std::vector<std::string>{"onednn.fused_conv_transpose"}));
+}
+
+}  // namespace
+}  // namespace opfuse
