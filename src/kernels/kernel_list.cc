@@ -2,6 +2,7 @@
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_conv_transpose.h"
+#include "kernels/cpu/onednn_fused_matmul.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/onednn_pool.h"
@@ -18,8 +19,11 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_conv_kernel(),
         onednn::onednn_fused_conv_kernel(),
         onednn::onednn_conv_transpose_kernel(),
+        onednn::onednn_fused_conv_transpose_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
+        onednn::onednn_fused_matmul_kernel(),
+        onednn::onednn_fused_gemm_kernel(),
         onednn::onednn_max_pool_kernel(),
         onednn::onednn_average_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),

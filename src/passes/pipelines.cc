@@ -24,9 +24,11 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   };
   static const std::vector<PipelineStage> o2 = [] {
     std::vector<PipelineStage> stages(o1.begin(), o1.end() - 1);
-    // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now.
-    stages.push_back({{"fuse_epilogue", "dce"}, false,
-                      "fuse activations and residual Adds into their Conv (one pass over memory)"});
+    // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now. One greedy driver runs
+    // every pattern: composites (GELU) become one op, which anchors then absorb with the rest
+    // of their elementwise chain (bias, scale, activations, residual Add).
+    stages.push_back({{"fuse_patterns", "dce"}, false,
+                      "pattern and epilogue fusion: one kernel per anchor and its elementwise chain"});
     // After the anchors took their epilogues: what is left between anchors is elementwise,
     // injective and row-reduction work, generated as one kernel per region.
     stages.push_back({{"expand_to_primitives", "region_fusion", "dce"}, false,

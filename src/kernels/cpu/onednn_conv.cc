@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn_conv.h"
 
+#include "kernels/cpu/onednn_post_ops.h"
+
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -147,37 +149,6 @@ KernelImpl onednn_conv_kernel() { return {"onednn.conv", "Conv", conv_supports, 
 namespace {
 
 using PostOps = std::vector<PostOp>;
-
-// `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart. The residual add (if in
-// `ops`) becomes a binary add post-op of `y_md`; `residual_index` gets its position, or -1.
-std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
-                                            int& residual_index) {
-  dnnl::post_ops out;
-  residual_index = -1;
-  for (const PostOp& op : ops) {
-    using A = dnnl::algorithm;
-    A alg = A::undef;
-    switch (op.spec->dnnl) {
-      case DnnlPostOp::kEltwiseRelu: alg = A::eltwise_relu; break;
-      case DnnlPostOp::kEltwiseClip: alg = A::eltwise_clip; break;
-      case DnnlPostOp::kEltwiseLogistic: alg = A::eltwise_logistic; break;
-      case DnnlPostOp::kEltwiseSwish: alg = A::eltwise_swish; break;
-      case DnnlPostOp::kEltwiseHardswish: alg = A::eltwise_hardswish; break;
-      case DnnlPostOp::kEltwiseTanh: alg = A::eltwise_tanh; break;
-      case DnnlPostOp::kEltwiseElu: alg = A::eltwise_elu; break;
-      case DnnlPostOp::kEltwiseGeluErf: alg = A::eltwise_gelu_erf; break;
-      case DnnlPostOp::kBinaryAdd:
-        if (residual_index >= 0) return std::nullopt;
-        residual_index = out.len();
-        out.append_binary(A::binary_add, y_md);
-        continue;
-      case DnnlPostOp::kNone: return std::nullopt;
-    }
-    const float* p = op.params.data();
-    out.append_eltwise(1.0f, alg, op.spec->dnnl_alpha(p), op.spec->dnnl_beta(p));
-  }
-  return out;
-}
 
 // The convolution with the residual add as a binary post-op.
 std::optional<PrimitivePlan> in_primitive_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
