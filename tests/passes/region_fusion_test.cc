@@ -123,8 +123,7 @@ TEST(RegionFusionTest, LayerNormalizationOpExpandsIntoOneKernelWithItsResidual) 
   EXPECT_LE(c.diff, 1e-4);
 }
 
-TEST(RegionFusionTest, ErfGeluChainIsPartOfOneKernelBetweenMatMuls) {
-  Compiled c = compile_and_compare(R"(graph @main opset 13 (%x: f32[4,16]) {
+constexpr const char* kMatMulGeluMatMul = R"(graph @main opset 13 (%x: f32[4,16]) {
   %w1: f32[16,32] = const splat 0.125
   %bias: f32[32] = const splat 0.5
   %w2: f32[32,8] = const splat -0.25
@@ -140,11 +139,27 @@ TEST(RegionFusionTest, ErfGeluChainIsPartOfOneKernelBetweenMatMuls) {
   %g: f32[4,32] = Mul(%g0, %half)
   %y: f32[4,8] = MatMul(%g, %w2)
   return %y
-})");
+})";
+
+TEST(RegionFusionTest, ErfGeluChainIsPartOfOneKernelBetweenMatMuls) {
+  // Region fusion alone (the epilogue patterns switched off): MatMul, one region (bias + the
+  // whole GELU), MatMul.
+  FusionConfig regions_only;
+  regions_only.enabled_rules = {"region_fusion"};
+  Compiled c = compile_and_compare(kMatMulGeluMatMul, regions_only);
   ASSERT_TRUE(c.plan);
-  // MatMul, one region (bias + the whole GELU), MatMul.
   EXPECT_EQ(c.plan->kernels_per_run(), 3u) << explain(c);
   EXPECT_EQ(count_op(c.plan->graph(), "FusedRegion"), 1);
+  EXPECT_EQ(count_op(c.plan->graph(), "Erf"), 0);
+  EXPECT_LE(c.diff, 1e-4);
+}
+
+TEST(RegionFusionTest, AtFullO2TheMatMulEpilogueTakesBiasAndGelu) {
+  // With the patterns on, the first MatMul absorbs bias + GELU as oneDNN post-ops: no region left.
+  Compiled c = compile_and_compare(kMatMulGeluMatMul);
+  ASSERT_TRUE(c.plan);
+  EXPECT_EQ(c.plan->kernels_per_run(), 2u) << explain(c);
+  EXPECT_EQ(count_op(c.plan->graph(), "FusedMatMul"), 1);
   EXPECT_EQ(count_op(c.plan->graph(), "Erf"), 0);
   EXPECT_LE(c.diff, 1e-4);
 }
