@@ -189,11 +189,22 @@ Result<Node*> apply(Graph& graph, Node* anchor, Match m) {
   return fused;
 }
 
+// Memory traffic the fusion saves: every intermediate that stays in registers was written once
+// and read once per use.
+int64_t traffic_saved(const Node& anchor, const Match& m) {
+  std::vector<const Value*> internal = {anchor.output(0)};
+  for (size_t i = 0; i + 1 < m.absorbed.size(); ++i) internal.push_back(m.absorbed[i]->output(0));
+  int64_t bytes = 0;
+  for (const Value* v : internal) bytes += value_bytes(v) * (1 + static_cast<int64_t>(v->uses().size()));
+  return bytes;
+}
+
 }  // namespace
 
 Result<bool> run_fuse_epilogue_pass(Graph& graph, PassContext& context) {
   bool changed = false;
   const std::string pass(kPass);
+  if (!context.fusion.rule_enabled(pass)) return false;
   // Anchors first: absorbed nodes are deleted as we go, anchors only when they are replaced.
   std::vector<Node*> anchors;
   for (Node* node : graph.nodes()) {
@@ -204,16 +215,34 @@ Result<bool> run_fuse_epilogue_pass(Graph& graph, PassContext& context) {
       Reason why;
       const Node* user = nullptr;
       auto m = match(*anchor, anchor->has_input(3), why, user);
+      if (!m && why.empty()) break;
+      PassDecision decision{pass, {}, false, {}, pass, {}, {}, 0};
       if (!m) {
-        if (!why.empty()) {
-          refuse_once(context, pass, str_cat(node_label(*user), " into ", node_label(*anchor)), why);
-        }
+        decision.what = str_cat(node_label(*user), " into ", node_label(*anchor));
+        decision.members = {user->name(), anchor->name()};
+        decision.reason = why;
+        record_once(context, std::move(decision));
         break;
       }
-      const std::string what = str_cat(node_label(*m->absorbed.back()), " into ", node_label(*anchor),
-                                       " as ", m->post_op);
+      decision.what = str_cat(node_label(*m->absorbed.back()), " into ", node_label(*anchor), " as ",
+                              m->post_op);
+      for (const Node* n : m->absorbed) decision.members.push_back(n->name());
+      decision.members.push_back(anchor->name());
+      // The user's exclusions (op types, node-name globs) hold for every node involved.
+      std::string excluded = context.fusion.node_refusal(*anchor);
+      for (const Node* n : m->absorbed) {
+        if (excluded.empty()) excluded = context.fusion.node_refusal(*n);
+      }
+      if (!excluded.empty()) {
+        decision.reason = excluded;
+        record_once(context, std::move(decision));
+        break;
+      }
+      decision.bytes_saved = traffic_saved(*anchor, *m);
       OPFUSE_ASSIGN_OR_RETURN(anchor, apply(graph, anchor, std::move(*m)));
-      context.applied(pass, what);
+      decision.applied = true;
+      decision.result = anchor->name();
+      record_once(context, std::move(decision));
       changed = true;
     }
   }
