@@ -78,15 +78,17 @@ Result<FusionAnalysis> analyze_fusion_standard_only(const Graph& model, OptLevel
       if (!n->domain().empty()) custom.push_back(n);
     }
     if (custom.empty()) return a;
+    // The last applied decision naming a custom node as its result made it what it is now
+    // (a BN fold into the same Conv earlier made a standard Conv): switch that rule off, rerun.
     size_t before = disabled.size();
     for (const Node* n : custom) {
+      const PassDecision* last = nullptr;
       for (const PassDecision& d : a.context.decisions) {
-        const std::string rule = d.rule.empty() ? d.pass : d.rule;
-        if (d.applied && d.result == n->name() && !options.fusion.disabled_rules.count(rule)) {
-          options.fusion.disabled_rules.insert(rule);
-          disabled.push_back(rule);
-        }
+        if (d.applied && d.result == n->name()) last = &d;
       }
+      if (last == nullptr) continue;
+      const std::string rule = last->rule.empty() ? last->pass : last->rule;
+      if (options.fusion.disabled_rules.insert(rule).second) disabled.push_back(rule);
     }
     if (disabled.size() == before) {
       return Status::user_error(str_cat(custom.front()->describe(), " is outside the standard ONNX domain and no "

@@ -59,7 +59,7 @@ TEST(FusionReport, ExcludedHeadIsRefusedAndStaysUnfused) {
   EXPECT_EQ(r.kernels[0].node, "/block/conv/Conv");
   ASSERT_EQ(r.refused.size(), 1u);
   EXPECT_EQ(r.refused[0].rule, "fuse_epilogue");
-  EXPECT_EQ(r.refused[0].what, "Relu '/head/relu/Relu' into Conv '/head/conv/Conv'");
+  EXPECT_EQ(r.refused[0].what, "Relu '/head/relu/Relu' into Conv '/head/conv/Conv' as relu");
   EXPECT_EQ(r.refused[0].reason, "node excluded by glob '/head/*'");
   EXPECT_EQ(r.nodes_after, 3u);
   EXPECT_EQ(r.traffic_after, 280 + 272 + 256);
@@ -84,7 +84,7 @@ TEST(FusionReport, TextGolden) {
       "      Relu '/block/relu/Relu'\n"
       "\n"
       "refused candidates (1)\n"
-      "  fuse_epilogue: Relu '/head/relu/Relu' into Conv '/head/conv/Conv': node excluded by glob '/head/*'\n"
+      "  fuse_epilogue: Relu '/head/relu/Relu' into Conv '/head/conv/Conv' as relu: node excluded by glob '/head/*'\n"
       "\n"
       "excluded from fusion by the config (2)\n"
       "  /head/conv/Conv: node excluded by glob '/head/*'\n"
@@ -93,7 +93,7 @@ TEST(FusionReport, TextGolden) {
       "totals                 before       after\n"
       "  nodes                     5           3\n"
       "  kernels                   5           3\n"
-      "  memory traffic         1.3 KB       808 B  (-39.9%, estimated)\n";
+      "  memory traffic       1.3 KB       808 B  (-39.9%, estimated)\n";
   EXPECT_EQ(text, expected);
 }
 

@@ -1,6 +1,6 @@
-// Validation and bisection. A deliberately broken fusion rule, registered only here, turns a few
-// Relus into LeakyRelu: harmless (alpha 0) except on one node; --bisect must name the rule and
-// that node.
+// Validation and bisection. A deliberately broken fusion rule, registered only here, rewrites
+// Relus: into LeakyRelu(alpha 0), the same function, except one node that becomes a Sigmoid;
+// --bisect must name the rule and that node.
 #include "report/validation.h"
 
 #include <gtest/gtest.h>
@@ -36,8 +36,9 @@ const char* kChain = R"(graph @main opset 13 (%x: f32[2,8]) {
 constexpr const char* kBrokenRule = "test_broken_relu";
 constexpr const char* kGuilty = "/s2/relu";
 
-// Rewrites every Relu into LeakyRelu (alpha 0: the same function), except that on kGuilty it
-// uses alpha 0.5: a wrong fusion. Honours FusionConfig and records decisions like a real rule.
+// Rewrites every Relu into LeakyRelu (alpha 0: the same function), except kGuilty into a Sigmoid
+// (wrong: sigmoid(2) = 0.88, not 2; positive values survive the later Relus, so it shows in y).
+// Honours FusionConfig and records decisions like a real rule.
 Result<bool> run_broken(Graph& graph, PassContext& ctx) {
   if (!ctx.fusion.rule_enabled(kBrokenRule)) return false;
   bool changed = false;
@@ -53,8 +54,9 @@ Result<bool> run_broken(Graph& graph, PassContext& ctx) {
     Value* in = node->input(0);
     Value* out = node->output(0);
     Attributes attrs;
-    attrs["alpha"] = name == kGuilty ? 0.5f : 0.0f;
-    OPFUSE_ASSIGN_OR_RETURN(Node * leaky, graph.add_node("LeakyRelu", {in}, {out->name() + "_leaky"}, attrs, name + "_leaky"));
+    if (name != kGuilty) attrs["alpha"] = 0.0f;
+    OPFUSE_ASSIGN_OR_RETURN(Node * leaky, graph.add_node(name == kGuilty ? "Sigmoid" : "LeakyRelu", {in},
+                                                         {out->name() + "_leaky"}, attrs, name + "_leaky"));
     leaky->output(0)->dtype = out->dtype;
     leaky->output(0)->shape = out->shape;
     if (!replace_uses_keeping_outputs(graph, out, leaky->output(0))) {

@@ -62,7 +62,7 @@ const char* kGoldenExcludedHead =
     "      Relu '/block/relu/Relu'\n"
     "\n"
     "refused candidates (1)\n"
-    "  fuse_epilogue: Relu '/head/relu/Relu' into Conv '/head/conv/Conv': node excluded by glob '/head/*'\n"
+    "  fuse_epilogue: Relu '/head/relu/Relu' into Conv '/head/conv/Conv' as relu: node excluded by glob '/head/*'\n"
     "\n"
     "excluded from fusion by the config (2)\n"
     "  /head/conv/Conv: node excluded by glob '/head/*'\n"
@@ -71,7 +71,7 @@ const char* kGoldenExcludedHead =
     "totals                 before       after\n"
     "  nodes                     5           3\n"
     "  kernels                   5           3\n"
-    "  memory traffic         1.3 KB       808 B  (-39.9%, estimated)\n";
+    "  memory traffic       1.3 KB       808 B  (-39.9%, estimated)\n";
 
 TEST_F(FusionCliTest, ReportGolden) {
   auto r = run_cli("report " + model_ + " --level O2 --exclude '/head/*'");
