@@ -14,8 +14,9 @@ namespace {
 
 // Passes that only canonicalise: not fusion rules, so naming them in a fusion config is an error
 // rather than a switch that silently does nothing.
+// expand_composites un-fuses (composite ops into primitives) so that fusion can see them.
 const std::set<std::string_view> kNotFusionRules = {"infer_shapes", "dce", "constant_fold", "cse",
-                                                    "simplify"};
+                                                    "simplify", "expand_composites"};
 
 struct Registry {
   std::mutex mutex;

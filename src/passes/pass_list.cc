@@ -1,4 +1,5 @@
 // Every pass of opfuse, named once. Pipelines (pipelines.cc) refer to them by name.
+#include "frontend/builder/composite.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
 
@@ -15,6 +16,8 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
+      {"expand_composites", "inlines composite ops (user-defined subgraph ops) so their bodies fuse with their neighbours",
+       run_expand_composites_pass},
       {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
        run_fuse_epilogue_pass},
   };

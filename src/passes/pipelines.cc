@@ -11,6 +11,8 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
       {{"constant_fold", "dce", "infer_shapes"}, true, "evaluate shape arithmetic so every shape is static"},
   };
   static const std::vector<PipelineStage> o1 = {
+      // First, so every later pass (and the fuser) sees a composite's primitives.
+      {{"expand_composites"}, false, "inline composite ops into the primitives they are made of"},
       {{"infer_shapes"}, false, "canonicalisation needs shapes and dtypes"},
       // Folding exposes simplifications (a Reshape whose shape became constant), simplifying
       // exposes duplicates and dead nodes, and merging exposes more folds: loop until stable.

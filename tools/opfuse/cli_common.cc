@@ -10,6 +10,7 @@
 #include "frontend/onnx/importer.h"
 #include "passes/fusion_config_json.h"
 #include "passes/fusion_rules.h"
+#include "plugin/plugin_loader.h"
 
 namespace opfuse::cli {
 namespace {
@@ -189,6 +190,15 @@ Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlag
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(model));
   return analyze_fusion(graph, options.level, options.pipeline, symbols);
+}
+
+void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs) {
+  cmd->add_option("--custom-op-lib", libs, "PATH: load custom ops from this plugin library (repeatable)");
+}
+
+Status load_custom_op_libs(const std::vector<std::string>& libs) {
+  for (const std::string& lib : libs) OPFUSE_TRY(load_custom_op_library(lib).status());
+  return Status::ok();
 }
 
 Result<Session> open_session(const std::string& model, const SessionFlags& flags) {

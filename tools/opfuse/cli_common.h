@@ -56,6 +56,11 @@ Status check_can_write_output(const std::string& path, bool force);
 Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
                                      const std::vector<std::string>& dims);
 
+// --custom-op-lib PATH (repeatable), added to every command by main.cc: plugins whose ops
+// models may use (plugin/opfuse_plugin.h). Loaded before the command runs.
+void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs);
+Status load_custom_op_libs(const std::vector<std::string>& libs);
+
 // Loads an ONNX model and creates a session for it.
 Result<Session> open_session(const std::string& model, const SessionFlags& flags);
 

@@ -5,6 +5,7 @@
 #include <exception>
 #include <vector>
 
+#include "cli_common.h"
 #include "commands.h"
 
 namespace {
@@ -34,6 +35,14 @@ int main(int argc, char** argv) {
     const size_t before = app.get_subcommands({}).size();
     opfuse::cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
+  }
+  std::vector<std::string> custom_op_libs;  // every command takes --custom-op-lib
+  for (auto& [sub, action] : commands) {
+    opfuse::cli::add_custom_op_lib_flag(sub, custom_op_libs);
+    action = [action, &custom_op_libs]() -> opfuse::Status {
+      OPFUSE_TRY(opfuse::cli::load_custom_op_libs(custom_op_libs));
+      return action();
+    };
   }
   try {
     app.parse(argc, argv);
