@@ -61,11 +61,6 @@ bool is_f32_static(const Value* v) {
 
 bool is_view(const Node& n) { return n.def().traits.output_is_view; }
 
-int64_t value_bytes(const Value* v) {
-  auto d = known_dims(v);
-  return d ? numel_of(*d) * static_cast<int64_t>(dtype_size(v->dtype)) : 0;
-}
-
 // The reduced axis of a Reduce node when it is one (non-trivial) axis, else -1.
 int64_t single_reduce_axis(const Node& n) {
   const auto dims = known_dims(n.input(0));

@@ -22,6 +22,17 @@ std::string default_description(const Match& m) {
   return out;
 }
 
+// Memory traffic the fusion removes: every value the match computes except the root's outputs
+// was written once and read once by the next member; after the rewrite it stays in registers.
+int64_t interior_traffic(const Match& match) {
+  int64_t bytes = 0;
+  for (const Node* n : match.nodes) {
+    if (n == match.root) continue;
+    for (const Value* v : n->outputs()) bytes += 2 * value_bytes(v);
+  }
+  return bytes;
+}
+
 std::vector<std::string> member_names(const Match& m) {
   std::vector<std::string> names;
   for (auto it = m.nodes.rbegin(); it != m.nodes.rend(); ++it) names.push_back((*it)->name());
@@ -132,6 +143,7 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
         d.applied = true;
         d.rule = p->name;
         d.members = member_names(*chosen);
+        d.bytes_saved = interior_traffic(*chosen);
         fused_members.insert(d.members.begin(), d.members.end());
         for (const Node* n : chosen->nodes) dead.insert(n);
         OPFUSE_ASSIGN_OR_RETURN(Node * result, p->rewrite(graph, *chosen));

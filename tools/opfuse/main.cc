@@ -28,7 +28,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, opfuse::cli::Action>> commands;
   for (auto add : {opfuse::cli::add_info_command, opfuse::cli::add_run_command,
-                   opfuse::cli::add_bench_command, opfuse::cli::add_demo_command}) {
+                   opfuse::cli::add_bench_command, opfuse::cli::add_demo_command,
+                   opfuse::cli::add_report_command, opfuse::cli::add_viz_command,
+                   opfuse::cli::add_profile_command, opfuse::cli::add_validate_command,
+                   opfuse::cli::add_optimize_command}) {
     const size_t before = app.get_subcommands({}).size();
     opfuse::cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
