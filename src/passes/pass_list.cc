@@ -17,6 +17,8 @@ const std::vector<PassDef>& all_passes() {
        run_fold_batchnorm_pass},
       {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
        run_fuse_epilogue_pass},
+      {"layout", "keeps CNN activations blocked (nChw16c) between convs, pools and elementwise ops; reorders at boundaries",
+       run_layout_pass},
   };
   return passes;
 }

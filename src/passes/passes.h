@@ -12,5 +12,6 @@ Result<bool> run_cse_pass(Graph& graph, PassContext& context);            // cse
 Result<bool> run_simplify_pass(Graph& graph, PassContext& context);       // simplify.cc
 Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fold_batchnorm.cc
 Result<bool> run_fuse_epilogue_pass(Graph& graph, PassContext& context);  // fuse_epilogue.cc
+Result<bool> run_layout_pass(Graph& graph, PassContext& context);         // layout.cc
 
 }  // namespace opfuse

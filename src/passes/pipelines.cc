@@ -28,11 +28,19 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
     stages.push_back(o1.back());
     return stages;
   }();
+  static const std::vector<PipelineStage> o3 = [] {
+    std::vector<PipelineStage> stages(o2.begin(), o2.end() - 1);
+    // Last: it rewrites the fused anchors into blocked ones, and nothing after it knows blocked dims.
+    stages.push_back({{"layout", "dce"}, false,
+                      "keep activations in oneDNN's blocked nChw16c layout between convs; reorder at boundaries"});
+    stages.push_back(o2.back());
+    return stages;
+  }();
   switch (level) {
     case OptLevel::kO0: return o0;
     case OptLevel::kO1: return o1;
-    case OptLevel::kO2:
-    case OptLevel::kO3: return o2;  // O3 adds nothing beyond O2 yet
+    case OptLevel::kO2: return o2;
+    case OptLevel::kO3: return o3;
   }
   return o0;
 }

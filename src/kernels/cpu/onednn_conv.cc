@@ -20,9 +20,15 @@ const Tensor* constant_input(const KernelCompileContext& ctx, size_t i) {
 std::optional<ConvGeometry> conv_geometry(const KernelCompileContext& ctx, bool transpose) {
   const Node& node = ctx.node;
   if (node.outputs().size() != 1) return std::nullopt;
-  const auto x = static_f32_dims(node.input(0));
+  return conv_geometry_for(ctx, static_f32_dims(node.input(0)), static_f32_dims(node.output(0)),
+                           transpose);
+}
+
+std::optional<ConvGeometry> conv_geometry_for(const KernelCompileContext& ctx,
+                                              const std::optional<Dims>& x,
+                                              const std::optional<Dims>& y, bool transpose) {
+  const Node& node = ctx.node;
   const auto w = static_f32_dims(node.input(1));
-  const auto y = static_f32_dims(node.output(0));
   const Tensor* w_data = constant_input(ctx, 1);
   if (!x || !w || !y || w_data == nullptr || w_data->dtype() != DType::kF32 ||
       w_data->dims() != *w) {
@@ -144,12 +150,6 @@ KernelImpl onednn_conv_kernel() { return {"onednn.conv", "Conv", conv_supports, 
 // starts with the add, else a zero scalar; a later add is a binary post-op of that primitive).
 // The split costs one pass over y, one fewer than the unfused ops.
 
-namespace {
-
-using PostOps = std::vector<PostOp>;
-
-// `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart. The residual add (if in
-// `ops`) becomes a binary add post-op of `y_md`; `residual_index` gets its position, or -1.
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index) {
   dnnl::post_ops out;
@@ -178,6 +178,10 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
   }
   return out;
 }
+
+namespace {
+
+using PostOps = std::vector<PostOp>;
 
 // The convolution with the residual add as a binary post-op.
 std::optional<PrimitivePlan> in_primitive_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
