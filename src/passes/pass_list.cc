@@ -19,6 +19,8 @@ const std::vector<PassDef>& all_passes() {
        run_fuse_epilogue_pass},
       {"layout", "keeps CNN activations blocked (nChw16c) between convs, pools and elementwise ops; reorders at boundaries",
        run_layout_pass},
+      {"prune_conv_taps", "drops conv kernel rows/columns that only ever read zero padding (dilated ASPP convs)",
+       run_prune_conv_taps_pass},
   };
   return passes;
 }

@@ -13,5 +13,6 @@ Result<bool> run_simplify_pass(Graph& graph, PassContext& context);       // sim
 Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fold_batchnorm.cc
 Result<bool> run_fuse_epilogue_pass(Graph& graph, PassContext& context);  // fuse_epilogue.cc
 Result<bool> run_layout_pass(Graph& graph, PassContext& context);         // layout.cc
+Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context); // prune_conv_taps.cc
 
 }  // namespace opfuse

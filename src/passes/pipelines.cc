@@ -31,6 +31,10 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o3 = [] {
     std::vector<PipelineStage> stages(o2.begin(), o2.end() - 1);
     // Last: it rewrites the fused anchors into blocked ones, and nothing after it knows blocked dims.
+    // Exact, and could run at O1; here so that O1/O2 stay as measured. Before layout, which
+    // needs the final kernel shapes.
+    stages.push_back({{"prune_conv_taps", "dce"}, false,
+                      "drop conv taps that read only padding (dilations larger than the feature map)"});
     stages.push_back({{"layout", "dce"}, false,
                       "keep activations in oneDNN's blocked nChw16c layout between convs; reorder at boundaries"});
     stages.push_back(o2.back());

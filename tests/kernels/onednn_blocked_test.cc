@@ -219,5 +219,23 @@ TEST(BlockedLayoutTest, OneDnnBlockedPoolsMatchReference) {
   }
 }
 
+// Resize of a blocked tensor (scales with a trailing 1): the Highway kernel against the reference.
+TEST(BlockedLayoutTest, HwyResizeOfBlockedTensorMatchesReference) {
+  std::mt19937 gen(9);
+  for (const char* mode : {"nearest", "linear"}) {
+    Graph g;
+    Tensor x = random_tensor({1, 2, 3, 5, 16}, gen);
+    Tensor scales = Tensor::from_vector<float>({5}, {1, 1, 2, 2, 1});
+    auto node = g.add_node("Resize", {g.add_input("x", DType::kF32, x.shape()), nullptr, g.add_constant("s", scales)},
+                           {"y"}, {{"mode", std::string(mode)}}, "up");
+    ASSERT_TRUE(node.is_ok());
+    ASSERT_TRUE(infer_shapes(g).is_ok());
+    EXPECT_EQ(dims_of((*node)->output(0)), (Ints{1, 2, 6, 10, 16}));
+    const Both both = run_both(**node, {&x, nullptr, &scales}, {nullptr, nullptr, &scales});
+    EXPECT_EQ(both.kernel, "hwy.resize") << mode;
+    EXPECT_LE(rel_diff(both.got, both.want), 1e-6) << mode;
+  }
+}
+
 }  // namespace
 }  // namespace opfuse
