@@ -29,9 +29,10 @@
 //    plain layout; DCE drops the FromBlocked nodes nobody reads.
 // Padded lanes (C not a multiple of 16) hold arbitrary finite values; ops that could turn them
 // into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
-// Block size: 16 everywhere (one AVX-512 vector). nChw8c was measured for C = 24/40 tensors
-// of the MobileNets (see docs/benchmarks.md); padding 24 -> 32 costs less than the reorders
-// a second layout would need.
+// Block size: 16 everywhere (one AVX-512 vector). Measured alternatives (docs/benchmarks.md):
+// nChw8c runs oneDNN 2.6's AVX2 kernels (jit:avx2) on this AVX-512 machine, 1.5-4x slower even
+// on the 24/40-channel MobileNet convs that 16 pads by a third; channels-last (block 0: nhwc,
+// where oneDNN picks brgconv) is selectable with OPFUSE_LAYOUT=nhwc and was not a clear win.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
