@@ -2,7 +2,7 @@
 //
 //   {
 //     "level": "O2",                          // optional; a --level flag wins over it
-//     "disable": ["fuse_epilogue"],           // rules switched off
+//     "disable": ["epilogue_relu"],           // rules switched off
 //     "enable_only": ["fold_batchnorm"],      // when given, only these rules run
 //     "disable_op_types": ["Softmax"],        // these ops never join a fusion
 //     "exclude": ["/fc/*", "/Flatten"],       // node-name globs never fused

@@ -3,8 +3,8 @@
 //
 // Where the names come from:
 //  - every pass except the canonicalisation passes (they never fuse and never consult
-//    FusionConfig): "fold_batchnorm", "fuse_epilogue", and any pass added later (region fusion,
-//    layout) shows up without further edits;
+//    FusionConfig): "fold_batchnorm", "fuse_patterns", "region_fusion", "layout" ...; a new
+//    pass shows up without further edits;
 //  - rules registered by name: a pass that records finer-grained rules than its own name (a
 //    pattern engine: one name per pattern) registers each with a FusionRuleRegistrar in the same
 //    .cc as its pass function (that object file is always linked, so its registrars always run),
@@ -24,7 +24,7 @@
 namespace opfuse {
 
 struct FusionRuleInfo {
-  std::string name;     // "fuse_epilogue"
+  std::string name;     // "epilogue_relu"
   std::string summary;  // one line, shown by `opfuse report --rules`
 };
 
@@ -46,7 +46,7 @@ void register_fusion_rule_source(FusionRuleSource source);
 // Every known rule, sorted by name.
 std::vector<FusionRuleInfo> known_fusion_rules();
 bool is_known_fusion_rule(std::string_view name);
-// "fold_batchnorm, fuse_epilogue, ...": for error messages.
+// "epilogue_add, epilogue_relu, ...": for error messages.
 std::string known_fusion_rule_list();
 
 // Unknown rule names (disabled or enabled) and unknown op types are user errors listing the

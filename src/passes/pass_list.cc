@@ -24,6 +24,10 @@ const std::vector<PassDef>& all_passes() {
        run_expand_to_primitives_pass},
       {"region_fusion", "fuses clusters of elementwise/broadcast/injective/row-reduction ops into opfuse::FusedRegion kernels",
        run_region_fusion_pass},
+      {"layout", "keeps CNN activations blocked (nChw16c) between convs, pools and elementwise ops; reorders at boundaries",
+       run_layout_pass},
+      {"prune_conv_taps", "drops conv kernel rows/columns that only ever read zero padding (dilated ASPP convs)",
+       run_prune_conv_taps_pass},
   };
   return passes;
 }

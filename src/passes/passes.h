@@ -14,5 +14,7 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fol
 Result<bool> run_fuse_patterns_pass(Graph& graph, PassContext& context);  // patterns/driver.cc
 Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context);  // expand_to_primitives.cc
 Result<bool> run_region_fusion_pass(Graph& graph, PassContext& context);      // region_fusion.cc
+Result<bool> run_layout_pass(Graph& graph, PassContext& context);         // layout.cc
+Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context); // prune_conv_taps.cc
 
 }  // namespace opfuse

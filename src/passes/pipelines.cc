@@ -36,11 +36,27 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
     stages.push_back(o1.back());
     return stages;
   }();
+  static const std::vector<PipelineStage> o3 = [] {
+    // O2's stages up to and including pattern fusion, then the layout stages, then region fusion
+    // and the final shape refresh: region fusion then works on the blocked tensors (its ops are
+    // ordinary ops on the 5-d physical dims), so regions between convs need no reorders.
+    std::vector<PipelineStage> stages(o2.begin(), o2.end() - 2);
+    // Exact, and could run at O1; here so that O1/O2 stay as measured. Before layout, which
+    // needs the final kernel shapes.
+    stages.push_back({{"prune_conv_taps", "dce"}, false,
+                      "drop conv taps that read only padding (dilations larger than the feature map)"});
+    // After the anchors took their epilogues: it rewrites FusedConvs into blocked ones.
+    stages.push_back({{"layout", "dce"}, false,
+                      "keep activations in oneDNN's blocked nChw16c layout between convs; reorder at boundaries"});
+    stages.push_back(o2[o2.size() - 2]);
+    stages.push_back(o2.back());
+    return stages;
+  }();
   switch (level) {
     case OptLevel::kO0: return o0;
     case OptLevel::kO1: return o1;
-    case OptLevel::kO2:
-    case OptLevel::kO3: return o2;  // O3 adds nothing beyond O2 yet
+    case OptLevel::kO2: return o2;
+    case OptLevel::kO3: return o3;
   }
   return o0;
 }

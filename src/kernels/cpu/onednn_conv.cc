@@ -22,9 +22,15 @@ const Tensor* constant_input(const KernelCompileContext& ctx, size_t i) {
 std::optional<ConvGeometry> conv_geometry(const KernelCompileContext& ctx, bool transpose) {
   const Node& node = ctx.node;
   if (node.outputs().size() != 1) return std::nullopt;
-  const auto x = static_f32_dims(node.input(0));
+  return conv_geometry_for(ctx, static_f32_dims(node.input(0)), static_f32_dims(node.output(0)),
+                           transpose);
+}
+
+std::optional<ConvGeometry> conv_geometry_for(const KernelCompileContext& ctx,
+                                              const std::optional<Dims>& x,
+                                              const std::optional<Dims>& y, bool transpose) {
+  const Node& node = ctx.node;
   const auto w = static_f32_dims(node.input(1));
-  const auto y = static_f32_dims(node.output(0));
   const Tensor* w_data = constant_input(ctx, 1);
   if (!x || !w || !y || w_data == nullptr || w_data->dtype() != DType::kF32 ||
       w_data->dims() != *w) {
