@@ -64,6 +64,7 @@ class CompiledPlan {
   Status assign_slots(const CompileOptions& options);
   void plan_in_place();
   std::unique_ptr<Arena> acquire_arena() const;
+  Status check_arena_size() const;
   void release_arena(std::unique_ptr<Arena> arena) const;
 
   std::shared_ptr<const Graph> graph_;

@@ -9,14 +9,25 @@
 
 namespace opfuse::cli {
 
-// --mode --level --threads --print-after-all --passes: how every running command builds its
-// Session.
+// --max-weight-bytes --max-alloc-bytes: caps that make a hostile model (or a huge symbolic dim)
+// an error instead of exhausting memory. Every command that loads a model takes them.
+struct LimitFlags {
+  uint64_t max_weight_bytes = 0;  // all weights of the model together; 0: no cap
+  uint64_t max_alloc_bytes = 0;   // any one tensor or arena, at load and run time; 0: the default
+};
+void add_limit_flags(CLI::App* cmd, LimitFlags& flags);
+// Applies the allocation cap (process-wide) and loads the model with the weight caps.
+Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
+
+// --mode --level --threads --print-after-all --passes (and the limit flags): how every running
+// command builds its Session.
 struct SessionFlags {
   std::string mode = "graph";
   std::string level = "O1";
   int threads = 0;
   bool print_after_all = false;
   std::string passes;
+  LimitFlags limits;
 };
 void add_session_flags(CLI::App* cmd, SessionFlags& flags);
 Result<SessionOptions> session_options(const SessionFlags& flags);
