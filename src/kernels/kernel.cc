@@ -3,6 +3,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "kernels/kernel_registry.h"
+#include "ops/fused.h"
 #include "ops/op_def.h"
 #include "ops/reference.h"
 
@@ -57,8 +59,18 @@ std::unique_ptr<Kernel> make_reference_kernel(const Node& node) {
 }
 
 Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx) {
+  if (const KernelImpl* impl = find_registered_kernel(ctx)) return impl->create(ctx);
+  // The built-in table knows opfuse's own ops only: a custom op that shares a built-in's name
+  // must not run the built-in's kernel.
+  const std::string& domain = ctx.node.domain();
+  const bool builtin_domain = domain.empty() || domain == kFusedDomain;
   for (const KernelImpl& impl : all_kernels()) {
-    if (impl.op_type == ctx.node.op_type() && impl.supports(ctx)) return impl.create(ctx);
+    if (builtin_domain && impl.op_type == ctx.node.op_type() && impl.supports(ctx)) {
+      return impl.create(ctx);
+    }
+    // The vectorised elementwise kernel is generic over scalar expressions: custom elementwise
+    // ops (registered after the table was built) get it too.
+    if (!builtin_domain && impl.name == "hwy.elementwise" && impl.supports(ctx)) return impl.create(ctx);
   }
   return make_reference_kernel(ctx.node);
 }

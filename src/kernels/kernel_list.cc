@@ -1,13 +1,17 @@
 // The dispatch table: every optimised kernel, in order of preference per op.
 #include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/onednn_blocked.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_conv_transpose.h"
+#include "kernels/cpu/onednn_fused_matmul.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/kernel.h"
 
 namespace opfuse {
+
+KernelImpl fused_region_kernel_impl();  // kernels/cpu/fused_region_kernel.cc
 
 const std::vector<KernelImpl>& all_kernels() {
   static const std::vector<KernelImpl> kernels = [] {
@@ -16,12 +20,21 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_conv_kernel(),
         onednn::onednn_fused_conv_kernel(),
         onednn::onednn_conv_transpose_kernel(),
+        onednn::onednn_fused_conv_transpose_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
+        onednn::onednn_fused_matmul_kernel(),
+        onednn::onednn_fused_gemm_kernel(),
         onednn::onednn_max_pool_kernel(),
         onednn::onednn_average_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),
         onednn::onednn_global_max_pool_kernel(),
+        // Region fusion's generated kernels (codegen/: FusedProgram on the Highway backend).
+        fused_region_kernel_impl(),
+        // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
+        onednn::onednn_blocked_conv_kernel(),
+        onednn::onednn_to_blocked_kernel(),
+        onednn::onednn_from_blocked_kernel(),
     };
     // Highway kernels (kernels/cpu/hwy_kernels.h) last: the elementwise kernel is one entry per
     // op with a scalar expression, generated from the registry.

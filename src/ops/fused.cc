@@ -1,4 +1,4 @@
-// opfuse::FusedConv: Conv followed by an epilogue of elementwise post-ops (ops/fused.h). Its
+// opfuse::FusedConv (and FusedConvTranspose): Conv (ConvTranspose) followed by an epilogue of elementwise post-ops (ops/fused.h). Its
 // reference kernel is Conv's reference kernel followed by the post-ops applied one by one, so it
 // is the oracle the fused oneDNN kernel is tested against.
 #include "ops/fused.h"
@@ -43,6 +43,14 @@ std::optional<std::vector<float>> gelu_params(const Node& node) {
   if (AttrReader(node).get_string("approximate") != "none") return std::nullopt;
   return std::vector<float>{};
 }
+std::optional<std::vector<float>> gelu_tanh_params(const Node& node) {
+  if (AttrReader(node).get_string("approximate") != "tanh") return std::nullopt;
+  return std::vector<float>{};
+}
+std::optional<std::vector<float>> hardsigmoid_params(const Node& node) {
+  const AttrReader a(node);
+  return std::vector<float>{a.get_float("alpha"), a.get_float("beta")};
+}
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
@@ -69,6 +77,18 @@ const PostOpSpec kPostOps[] = {
     {"gelu_erf", "Gelu", 0,
      [](float x, const float*) { return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f))); },
      DnnlPostOp::kEltwiseGeluErf, zero, zero, gelu_params},
+    {"gelu_tanh", "Gelu",
+     0, [](float x, const float*) {
+       const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+     },
+     DnnlPostOp::kEltwiseGeluTanh, zero, zero, gelu_tanh_params},
+    {"hardsigmoid", "HardSigmoid", 2,
+     [](float x, const float* p) { return std::max(0.0f, std::min(1.0f, p[0] * x + p[1])); },
+     DnnlPostOp::kEltwiseHardsigmoid, p0, p1, hardsigmoid_params},
+    // a * y + b: Mul/Div/Add/Sub by a scalar constant (patterns/epilogue.cc).
+    {"linear", "", 2, [](float x, const float* p) { return p[0] * x + p[1]; },
+     DnnlPostOp::kEltwiseLinear, p0, p1, pattern_only},
     // y + R: the residual is the FusedConv's input 3 (same shape and dtype as Y).
     {"add", "", 0, nullptr, DnnlPostOp::kBinaryAdd, zero, zero, pattern_only},
 };
@@ -85,6 +105,32 @@ const OpDef& conv_def() {
 
 Status infer_fused_conv(InferContext& ctx) {
   OPFUSE_TRY(conv_def().infer(ctx));
+  return infer_epilogue(ctx);
+}
+
+Status fused_conv_kernel(KernelContext& ctx) {
+  OPFUSE_TRY(conv_def().reference(ctx));
+  return apply_epilogue(ctx);
+}
+
+const OpDef& conv_transpose() {
+  static const OpDef def = conv_transpose_def();
+  return def;
+}
+
+Status infer_fused_conv_transpose(InferContext& ctx) {
+  OPFUSE_TRY(conv_transpose().infer(ctx));
+  return infer_epilogue(ctx);
+}
+
+Status fused_conv_transpose_kernel(KernelContext& ctx) {
+  OPFUSE_TRY(conv_transpose().reference(ctx));
+  return apply_epilogue(ctx);
+}
+
+}  // namespace
+
+Status infer_epilogue(InferContext& ctx) {
   OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node()));
   int adds = 0;
   for (const PostOp& op : epilogue) adds += op.spec->dnnl == DnnlPostOp::kBinaryAdd;
@@ -102,9 +148,8 @@ Status infer_fused_conv(InferContext& ctx) {
   return Status::ok();
 }
 
-Status fused_conv_kernel(KernelContext& ctx) {
+Status apply_epilogue(KernelContext& ctx) {
   OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node()));
-  OPFUSE_TRY(conv_def().reference(ctx));
   Tensor& y = ctx.outputs()[0];
   if (epilogue.empty()) return Status::ok();
   if (y.dtype() != DType::kF32) return ctx.error("epilogues are implemented for f32 only");
@@ -125,8 +170,6 @@ Status fused_conv_kernel(KernelContext& ctx) {
   }
   return Status::ok();
 }
-
-}  // namespace
 
 std::span<const PostOpSpec> post_op_specs() { return kPostOps; }
 
@@ -207,6 +250,14 @@ std::vector<OpDef> fused_ops() {
   d.reference = fused_conv_kernel;
   d.flops = conv_def().flops;
   d.summary = "Conv(X, W, [B]) then an epilogue of post-ops (relu, clip, add of residual R ...)";
+  ops.push_back(d);
+  d.name = "FusedConvTranspose";
+  d.attrs = conv_transpose().attrs;
+  d.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
+  d.infer = infer_fused_conv_transpose;
+  d.reference = fused_conv_transpose_kernel;
+  d.flops = conv_transpose().flops;
+  d.summary = "ConvTranspose(X, W, [B]) then an epilogue of post-ops (as FusedConv)";
   ops.push_back(std::move(d));
   return ops;
 }

@@ -3,7 +3,10 @@
 // computes Y = Conv(X, W, B) and then applies the post-ops of `epilogue` in order, elementwise.
 // A post-op is written "name" or "name:p1:p2" (its float parameters, %.9g so they round-trip):
 //   relu | leaky_relu:alpha | clip:min:max | sigmoid | sigmoid_mul (x * sigmoid(x), SiLU) |
-//   hardswish | tanh | elu:alpha | gelu_erf | add (y += R, the residual: input 3, Y's shape).
+//   hardswish | hardsigmoid:alpha:beta | tanh | elu:alpha | gelu_erf | gelu_tanh |
+//   linear:a:b (a * y + b: scalar Mul/Div/Add/Sub) | add (y += R, the residual: input 3, Y's shape).
+// The other anchors with epilogues (ops/fused_matmul.cc: FusedMatMul, FusedGemm) share the
+// vocabulary, the residual-as-input-3 convention and apply_epilogue.
 // The vocabulary is one table (kPostOps below): the fuser, the reference kernel and the oneDNN
 // kernel all read it.
 #pragma once
@@ -25,6 +28,8 @@ constexpr std::string_view kFusedDomain = "opfuse";
 enum class DnnlPostOp {
   kNone, kEltwiseRelu, kEltwiseClip, kEltwiseLogistic, kEltwiseSwish, kEltwiseHardswish,
   kEltwiseTanh, kEltwiseElu, kEltwiseGeluErf, kBinaryAdd,
+  kEltwiseGeluTanh, kEltwiseLinear,
+  kEltwiseHardsigmoid,  // oneDNN 2.6 has none: linear(alpha, beta) then clip(0, 1)
 };
 
 struct PostOpSpec {
@@ -56,5 +61,13 @@ std::optional<PostOp> parse_post_op(std::string_view text);
 std::string format_post_op(std::string_view name, const std::vector<float>& params);
 // The node's `epilogue` attribute parsed; an error names the node and the bad entry.
 Result<std::vector<PostOp>> read_epilogue(const Node& node);
+
+// Shape inference's part for an anchor with an epilogue (after the anchor's own inference set
+// output 0): the epilogue parses, names "add" exactly once iff the residual input 3 is given,
+// and the residual has the output's dtype and shape.
+Status infer_epilogue(InferContext& ctx);
+// The reference: applies the node's epilogue in place to output 0 (the anchor's result), in
+// order; "add" reads the residual input 3.
+Status apply_epilogue(KernelContext& ctx);
 
 }  // namespace opfuse

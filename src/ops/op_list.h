@@ -13,6 +13,9 @@ std::vector<OpDef> nn_ops();           // ops/nn.cc: Conv, ConvTranspose, pools,
 std::vector<OpDef> reduction_ops();    // ops/reduction.cc: Reduce*, Softmax, LayerNormalization
 std::vector<OpDef> tensor_ops();       // ops/tensor.cc: Reshape, Transpose, Concat, Slice, Gather, Pad ...
 std::vector<OpDef> resize_ops();
+std::vector<OpDef> fused_region_ops();  // ops/fused_region.cc: opfuse::FusedRegion (region fusion)
+std::vector<OpDef> fused_matmul_ops();  // ops/fused_matmul.cc: opfuse::FusedMatMul, FusedGemm
+std::vector<OpDef> layout_ops();       // ops/layout_ops.cc: opfuse::ToBlocked, FromBlocked, BlockedConv (O3)
 std::vector<OpDef> fused_ops();        // ops/fused.cc: opfuse::FusedConv (anchors with epilogues)       // ops/resize.cc: Resize (nearest, linear, cubic)
 
 // Every built-in record, in family order.

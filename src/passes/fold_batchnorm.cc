@@ -204,6 +204,7 @@ bool is_anchor(const Node* node) {
 
 Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
   bool changed = false;
+  if (!context.fusion.rule_enabled(kPass)) return false;
   std::vector<Node*> bns;
   for (Node* node : graph.nodes()) {
     if (node->domain().empty() && node->op_type() == "BatchNormalization") bns.push_back(node);
@@ -213,23 +214,39 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
     Node* anchor = bn->input(0) ? bn->input(0)->producer() : nullptr;
     const std::string what = anchor ? str_cat(node_label(*bn), " into ", node_label(*anchor))
                                     : node_label(*bn);
+    PassDecision decision{pass, what, false, {}, pass, {bn->name()}, {}, 0};
+    if (anchor) decision.members.push_back(anchor->name());
+    auto refuse = [&](std::string reason) {
+      decision.reason = std::move(reason);
+      record_once(context, decision);
+    };
     bool extra_outputs = false;
     for (size_t i = 1; i < bn->outputs().size(); ++i) extra_outputs |= bn->output(i) != nullptr;
     if (AttrReader(*bn).get_int("training_mode") != 0 || extra_outputs) {
-      refuse_once(context, pass, what, "training mode");
+      refuse("training mode");
       continue;
     }
     if (!is_anchor(anchor)) {
-      refuse_once(context, pass, what, "input is not produced by Conv, ConvTranspose, Gemm or MatMul");
+      refuse("input is not produced by Conv, ConvTranspose, Gemm or MatMul");
+      continue;
+    }
+    if (!context.fusion.node_fusible(*bn) || !context.fusion.node_fusible(*anchor)) {
+      refuse(context.fusion.node_fusible(*bn) ? context.fusion.node_refusal(*anchor)
+                                              : context.fusion.node_refusal(*bn));
       continue;
     }
     Plan plan;
     if (Reason why = plan_fold(*anchor, *bn, plan); !why.empty()) {
-      refuse_once(context, pass, what, why);
+      refuse(why);
       continue;
     }
+    // The BN's pass over memory disappears: its input is no longer read, its output no longer
+    // written (the anchor writes the result directly).
+    decision.bytes_saved = value_bytes(bn->input(0)) + value_bytes(bn->output(0));
+    decision.applied = true;
+    decision.result = anchor->name();
     OPFUSE_TRY(apply(graph, *anchor, *bn, std::move(plan)));
-    context.applied(pass, what);
+    record_once(context, std::move(decision));
     changed = true;
   }
   // A MatMul fold appends its Add at the end of the node list.

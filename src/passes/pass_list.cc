@@ -1,4 +1,5 @@
 // Every pass of opfuse, named once. Pipelines (pipelines.cc) refer to them by name.
+#include "frontend/builder/composite.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
 
@@ -15,8 +16,18 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
-      {"fuse_epilogue", "folds the elementwise ops after a Conv (Relu, Clip, residual Add, SiLU ...) into an opfuse::FusedConv",
-       run_fuse_epilogue_pass},
+      {"expand_composites", "inlines composite ops (user-defined subgraph ops) so their bodies fuse with their neighbours",
+       run_expand_composites_pass},
+      {"fuse_patterns", "every fusion pattern (src/patterns): composites (GELU ...), anchor epilogues (Conv/MatMul/Gemm + bias, activations, residual Add), Focus",
+       run_fuse_patterns_pass},
+      {"expand_to_primitives", "rewrites Softmax, LogSoftmax and LayerNormalization (last axis) into primitives for region fusion",
+       run_expand_to_primitives_pass},
+      {"region_fusion", "fuses clusters of elementwise/broadcast/injective/row-reduction ops into opfuse::FusedRegion kernels",
+       run_region_fusion_pass},
+      {"layout", "keeps CNN activations blocked (nChw16c) between convs, pools and elementwise ops; reorders at boundaries",
+       run_layout_pass},
+      {"prune_conv_taps", "drops conv kernel rows/columns that only ever read zero padding (dilated ASPP convs)",
+       run_prune_conv_taps_pass},
   };
   return passes;
 }

@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <ostream>
 
 #include "ir/text_format.h"
 #include "ir/verifier.h"
+#include "passes/extra_passes.h"
+#include "passes/fusion_rules.h"
 #include "passes/pass.h"
 
 namespace opfuse {
@@ -10,7 +13,7 @@ const PassDef* find_pass(std::string_view name) {
   for (const PassDef& p : all_passes()) {
     if (p.name == name) return &p;
   }
-  return nullptr;
+  return find_extra_pass(name);
 }
 
 std::string_view opt_level_name(OptLevel level) {
@@ -35,6 +38,7 @@ namespace {
 std::string valid_pass_names() {
   std::string names;
   for (const PassDef& p : all_passes()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  for (const PassDef& p : extra_passes()) names += ", " + std::string(p.name);
   return names;
 }
 
@@ -58,6 +62,8 @@ Result<bool> run_one(const PassDef& pass, Graph& graph, const PipelineOptions& o
 
 Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options,
                     PassContext& context) {
+  // Unknown rule names or op types would silently switch nothing: an error listing the valid ones.
+  OPFUSE_TRY(validate_fusion_config(options.fusion));
   context.fusion = options.fusion;
   std::vector<PipelineStage> stages;
   if (options.passes) {
@@ -71,6 +77,17 @@ Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options
     stages.push_back(std::move(custom));
   } else {
     stages = pipeline_for(level);
+    // Passes registered at run time (extra_passes.h) fuse too, ahead of the built-in fusion
+    // stages: a user's rule sees the canonical graph before the generic fusers take its ops.
+    if (level >= OptLevel::kO2 && !extra_passes().empty()) {
+      PipelineStage extra{{}, false, "passes registered at run time"};
+      for (const PassDef& p : extra_passes()) extra.passes.push_back(p.name);
+      extra.passes.push_back("dce");
+      auto first_fusion = std::find_if(stages.begin(), stages.end(), [](const PipelineStage& s) {
+        return std::find(s.passes.begin(), s.passes.end(), "fuse_patterns") != s.passes.end();
+      });
+      stages.insert(first_fusion, std::move(extra));
+    }
   }
   for (const PipelineStage& stage : stages) {
     for (int iteration = 0; iteration < std::max(1, options.max_iterations); ++iteration) {

@@ -52,6 +52,28 @@ void refuse_once(PassContext& context, const std::string& pass, const std::strin
   context.refused(pass, what, reason);
 }
 
+bool record_once(PassContext& context, PassDecision decision) {
+  for (const PassDecision& d : context.decisions) {
+    if (!d.applied && !decision.applied && d.pass == decision.pass && d.what == decision.what &&
+        d.reason == decision.reason) {
+      return false;
+    }
+  }
+  RuleCounter& counter = context.rule_counters[decision.rule.empty() ? decision.pass : decision.rule];
+  ++counter.matched;
+  if (decision.applied) ++counter.applied;
+  context.record(std::move(decision));
+  return true;
+}
+
+int64_t value_bytes(const Value* value) {
+  const auto dims = known_dims(value);
+  if (!dims) return 0;
+  int64_t n = static_cast<int64_t>(dtype_size(value->dtype));
+  for (int64_t d : *dims) n *= d;
+  return n;
+}
+
 std::string node_label(const Node& node) { return str_cat(node.op_type(), " '", node.name(), "'"); }
 
 }  // namespace opfuse

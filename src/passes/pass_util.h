@@ -33,6 +33,15 @@ std::optional<std::vector<int64_t>> known_dims(const Value* value);
 void refuse_once(PassContext& context, const std::string& pass, const std::string& what,
                  const std::string& reason);
 
+// Records a fusion decision and counts it in context.rule_counters[rule] (matched always,
+// applied when applied); a refusal already recorded (fixpoint reruns) is neither recorded nor
+// counted again. Returns whether it was recorded.
+bool record_once(PassContext& context, PassDecision decision);
+
+// Bytes of a value with a fully known shape (0 when unknown): what the fusion passes' traffic
+// estimates count.
+int64_t value_bytes(const Value* value);
+
 // "Conv 'conv1'": how decisions name a node.
 std::string node_label(const Node& node);
 

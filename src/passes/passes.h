@@ -11,6 +11,10 @@ Result<bool> run_constant_fold_pass(Graph& graph, PassContext& context);  // con
 Result<bool> run_cse_pass(Graph& graph, PassContext& context);            // cse.cc
 Result<bool> run_simplify_pass(Graph& graph, PassContext& context);       // simplify.cc
 Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fold_batchnorm.cc
-Result<bool> run_fuse_epilogue_pass(Graph& graph, PassContext& context);  // fuse_epilogue.cc
+Result<bool> run_fuse_patterns_pass(Graph& graph, PassContext& context);  // patterns/driver.cc
+Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context);  // expand_to_primitives.cc
+Result<bool> run_region_fusion_pass(Graph& graph, PassContext& context);      // region_fusion.cc
+Result<bool> run_layout_pass(Graph& graph, PassContext& context);         // layout.cc
+Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context); // prune_conv_taps.cc
 
 }  // namespace opfuse

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 
@@ -209,7 +210,14 @@ void CompiledPlan::release_arena(std::unique_ptr<Arena> arena) const {
   pool_.push_back(std::move(arena));
 }
 
-Result<TensorMap> CompiledPlan::run(const TensorMap& inputs) const {
+Result<TensorMap> CompiledPlan::run(const TensorMap& inputs) const { return run_steps(inputs, nullptr); }
+
+Result<TensorMap> CompiledPlan::run_timed(const TensorMap& inputs, std::vector<StepTiming>& timings) const {
+  timings.assign(steps_.size(), StepTiming{});
+  return run_steps(inputs, &timings);
+}
+
+Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const {
   OPFUSE_TRY(check_arena_size());
   std::unique_ptr<Arena> arena = acquire_arena();
   std::vector<Tensor> outputs(graph_->outputs().size());
@@ -229,8 +237,16 @@ Result<TensorMap> CompiledPlan::run(const TensorMap& inputs) const {
   }
   if (threads_ > 0) omp_set_num_threads(threads_);
   Status status;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point run_start = Clock::now();
   for (size_t s = 0; s < steps_.size() && status.is_ok(); ++s) {
+    const Clock::time_point start = timings ? Clock::now() : run_start;
     status = steps_[s].kernel->run(arena->step_inputs[s], arena->step_outputs[s]);
+    if (timings) {
+      const Clock::time_point end = Clock::now();
+      (*timings)[s] = {std::chrono::duration<double, std::micro>(start - run_start).count(),
+                       std::chrono::duration<double, std::micro>(end - start).count()};
+    }
   }
   // Outputs that are graph inputs or constants are returned as copies.
   TensorMap result;

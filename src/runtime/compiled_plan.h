@@ -21,6 +21,12 @@ struct CompileOptions {
   int threads = 0;  // OpenMP threads per run; 0 keeps the process default
 };
 
+// When one step of a timed run started (microseconds from the run's start) and how long it took.
+struct StepTiming {
+  double start_us = 0;
+  double duration_us = 0;
+};
+
 class CompiledPlan {
  public:
   // Fails with the value named when a shape is not static, or when a kernel cannot be created.
@@ -31,6 +37,11 @@ class CompiledPlan {
   // Inputs must already match the graph's static signature (Session checks). Safe to call from
   // several threads at once: each concurrent run takes its own arena from a pool.
   Result<TensorMap> run(const TensorMap& inputs) const;
+  // The same run, also timing every step (the profiler: report/profiler.h). `timings` gets one
+  // entry per step, in execution order.
+  Result<TensorMap> run_timed(const TensorMap& inputs, std::vector<StepTiming>& timings) const;
+  const Node& step_node(size_t step) const { return *steps_[step].node; }
+  std::string_view step_kernel_name(size_t step) const { return steps_[step].kernel->name(); }
 
   const Graph& graph() const { return *graph_; }
   size_t kernels_per_run() const { return steps_.size(); }
@@ -63,6 +74,7 @@ class CompiledPlan {
   CompiledPlan() = default;
   Status assign_slots(const CompileOptions& options);
   void plan_in_place();
+  Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const;
   std::unique_ptr<Arena> acquire_arena() const;
   Status check_arena_size() const;
   void release_arena(std::unique_ptr<Arena> arena) const;

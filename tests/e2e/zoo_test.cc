@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
@@ -60,7 +61,7 @@ std::vector<ZooCase> zoo_cases() {
   std::vector<ZooCase> cases;
   for (const std::string& model : models_in_tier()) {
     cases.push_back({model, ExecutionMode::kEager, OptLevel::kO0});
-    for (OptLevel level : {OptLevel::kO0, OptLevel::kO1, OptLevel::kO2}) cases.push_back({model, ExecutionMode::kGraph, level});
+    for (OptLevel level : {OptLevel::kO0, OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) cases.push_back({model, ExecutionMode::kGraph, level});
   }
   return cases;
 }
@@ -101,6 +102,43 @@ TEST_P(ZooTest, MatchesPyTorch) {
     RecordProperty(name + "_rel_diff", std::to_string(rel));
   }
 }
+
+// O3 (blocked layouts) against eager mode on the same inputs: max relative difference <= 1e-4.
+class ZooO3Test : public testing::TestWithParam<std::string> {};
+
+TEST_P(ZooO3Test, MatchesEagerWithin1e4) {
+  const nlohmann::json entry = load_manifest()[GetParam()];
+  const fs::path dir = zoo_dir();
+  TensorMap inputs;
+  for (const auto& in : entry["inputs"]) {
+    auto t = read_npy((dir / in["file"].get<std::string>()).string());
+    ASSERT_TRUE(t.is_ok()) << t.status().message();
+    inputs[in["name"].get<std::string>()] = std::move(*t);
+  }
+  std::map<ExecutionMode, TensorMap> results;
+  for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
+    auto graph = load_onnx_file((dir / entry["file"].get<std::string>()).string());
+    ASSERT_TRUE(graph.is_ok()) << graph.status().message();
+    SessionOptions options;
+    options.mode = mode;
+    options.level = OptLevel::kO3;
+    auto session = Session::create(std::move(*graph), options);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    auto outputs = session->run(inputs);
+    ASSERT_TRUE(outputs.is_ok()) << outputs.status().message();
+    results[mode] = std::move(*outputs);
+  }
+  for (const auto& [name, want] : results[ExecutionMode::kEager]) {
+    ASSERT_TRUE(results[ExecutionMode::kGraph].count(name)) << name;
+    const Tensor& got = results[ExecutionMode::kGraph].at(name);
+    ASSERT_EQ(got.dims(), want.dims()) << name;
+    EXPECT_LE(max_relative_difference(got, want), 1e-4) << GetParam() << " output " << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooO3Test, testing::ValuesIn(models_in_tier()),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooO3Test);
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTest, testing::ValuesIn(zoo_cases()),
                          [](const testing::TestParamInfo<ZooCase>& info) {

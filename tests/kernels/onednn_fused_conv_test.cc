@@ -92,6 +92,7 @@ const std::vector<std::vector<std::string>> kEpilogues = {
     {"relu"}, {"leaky_relu:0.1"}, {"clip:0:6"}, {"sigmoid"}, {"sigmoid_mul"}, {"hardswish"},
     {"tanh"}, {"elu:0.5"}, {"gelu_erf"}, {"add"}, {"add", "relu"}, {"relu", "add"},
     {"clip:-1:1", "add", "sigmoid_mul"},
+    {"hardsigmoid:0.2:0.5"}, {"gelu_tanh"}, {"linear:2:-1"}, {"relu", "linear:0.5:1", "add"},
 };
 
 TEST(OneDnnFusedConvTest, EveryPostOpMatchesTheReferenceOnRandomShapes) {

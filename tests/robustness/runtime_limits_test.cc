@@ -87,12 +87,10 @@ TEST_P(RuntimeLimitsTest, HugeSymbolicBatchIsAClearErrorNotAnAllocation) {
   Tensor small = filled({1}, 0);
   Tensor b = Tensor::wrap(DType::kF32, {batch, n}, small.raw_data(), nullptr);
   Result<TensorMap> out = s.run({{"x", x}, {"b", b}});
-  expect_user_error(out.status(), {"allocation cap"});
+  // Which value is named depends on the level's fusions (at O3 MatMul, Relu and Add may be one
+  // kernel writing straight into y); its type is in the message either way.
+  expect_user_error(out.status(), {"allocation cap", "f32[65536,262144]"});
   EXPECT_EQ(max_allocation_bytes(), cap);
-  if (GetParam() == ExecutionMode::kGraph) {
-    EXPECT_NE(out.status().message().find("'mm'"), std::string::npos) << out.status().message();
-    EXPECT_NE(out.status().message().find("f32[65536,262144]"), std::string::npos) << out.status().message();
-  }
 }
 
 // The same model within a lowered cap: fits at batch 4, refused at batch 64.

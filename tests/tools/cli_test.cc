@@ -194,13 +194,28 @@ TEST_F(CliTest, ModesLevelsAndPassSelection) {
 }
 
 TEST_F(CliTest, DemoRunsAndReportsWhatItDid) {
-  CommandResult r = run_cli("demo --size 64 --runs 2");
+  const std::string out = (dir_ / "demo").string();
+  CommandResult r = run_cli("demo --quick --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Conv"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("probabilities sum to 1.0000"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("bit-identical: yes"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("graph mode matches eager: yes"), std::string::npos) << r.output;
-  EXPECT_EQ(run_cli("demo --size 3").exit_code, 1);
+  for (const char* text : {"== ResNet-50", "== DeepLabV3", "graph O1", "graph O2", "graph O3",
+                           "fusion report", "fold_batchnorm", "validation: every level matches eager",
+                           "kernels:", "pictures:", "demo finished"}) {
+    EXPECT_NE(r.output.find(text), std::string::npos) << text << " in " << r.output;
+  }
+  for (const char* file : {"resnet50.before.dot", "resnet50.after.dot", "deeplabv3.before.dot",
+                           "deeplabv3.after.dot"}) {
+    EXPECT_TRUE(fs::exists(fs::path(out) / file)) << file;
+  }
+  std::ifstream dot(fs::path(out) / "resnet50.after.dot");
+  std::string text((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("digraph", 0), 0u);
+  // Never overwrites without --force, and says so before running anything.
+  CommandResult again = run_cli("demo --quick --models resnet50 --out " + out);
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("== ResNet-50"), std::string::npos) << again.output;
+  EXPECT_EQ(run_cli("demo --resnet-size 3").exit_code, 1);
+  EXPECT_EQ(run_cli("demo --models alexnet").exit_code, 1);
 }
 
 }  // namespace

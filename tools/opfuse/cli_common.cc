@@ -4,9 +4,13 @@
 #include <map>
 #include <sstream>
 
+#include "core/file_io.h"
 #include "core/npy.h"
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
+#include "passes/fusion_config_json.h"
+#include "passes/fusion_rules.h"
+#include "plugin/plugin_loader.h"
 
 namespace opfuse::cli {
 namespace {
@@ -38,10 +42,23 @@ Result<Graph> load_model(const std::string& path, const LimitFlags& flags) {
   return load_onnx_file(path, options);
 }
 
-void add_session_flags(CLI::App* cmd, SessionFlags& flags) {
+void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view default_level) {
   cmd->add_option("--mode", flags.mode, "eager (op by op, reference kernels) or graph (compiled)")
       ->default_val("graph");
-  cmd->add_option("--level", flags.level, "graph-mode optimisation level: O0, O1, O2, O3")->default_val("O1");
+  flags.level = std::string(default_level);
+  flags.level_option = cmd->add_option("--level", flags.level, "graph-mode optimisation level: O0, O1, O2, O3")
+                           ->default_val(std::string(default_level));
+  auto* group = cmd->add_option_group("fusion", "What the fusion passes may do (docs/cli.md)");
+  group->add_option("--disable", flags.disable, "switch off a fusion rule by name (repeatable)");
+  group->add_option("--enable-only", flags.enable_only, "run only these fusion rules (repeatable)");
+  group->add_option("--disable-op", flags.disable_op, "never fuse nodes of this op type (repeatable)");
+  group->add_option("--exclude", flags.exclude,
+                    "never fuse nodes whose name matches this glob, e.g. '/fc/*' (repeatable)");
+  group->add_option("--region-threshold", flags.region_threshold,
+                    "region fusion: min fraction of memory traffic saved (default 0.3)");
+  group->add_option("--max-region-nodes", flags.max_region_nodes, "region fusion: max nodes per region (default 64)");
+  group->add_option("--memory-budget", flags.memory_budget, "bytes of intermediates allowed, e.g. 512MiB (0: no limit)");
+  group->add_option("--fusion-config", flags.fusion_config, "JSON fusion config file (flags add to it)");
   cmd->add_option("--threads", flags.threads, "OpenMP threads (0: all cores)")->default_val(0);
   cmd->add_flag("--print-after-all", flags.print_after_all,
                 "print the graph (text IR) after every pass that changed it, to stderr");
@@ -49,10 +66,82 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags) {
   add_limit_flags(cmd, flags.limits);
 }
 
+Result<OptLevel> effective_level(const SessionFlags& flags) {
+  const bool given = flags.level_option != nullptr && flags.level_option->count() > 0;
+  if (!given && !flags.fusion_config.empty()) {
+    OPFUSE_ASSIGN_OR_RETURN(FusionConfigFile file, load_fusion_config_file(flags.fusion_config));
+    if (file.level) {
+      auto level = parse_opt_level(*file.level);
+      if (!level.is_ok()) {
+        return Status::user_error(str_cat("fusion config '", flags.fusion_config, "': ",
+                                          level.status().message()));
+      }
+      return *level;
+    }
+  }
+  return parse_opt_level(flags.level);
+}
+
+Result<FusionConfig> fusion_config(const SessionFlags& flags) {
+  FusionConfig config;
+  if (!flags.fusion_config.empty()) {
+    OPFUSE_ASSIGN_OR_RETURN(FusionConfigFile file, load_fusion_config_file(flags.fusion_config));
+    config = std::move(file.fusion);
+  }
+  config.disabled_rules.insert(flags.disable.begin(), flags.disable.end());
+  config.enabled_rules.insert(flags.enable_only.begin(), flags.enable_only.end());
+  config.disabled_op_types.insert(flags.disable_op.begin(), flags.disable_op.end());
+  config.excluded_node_globs.insert(config.excluded_node_globs.end(), flags.exclude.begin(), flags.exclude.end());
+  if (!flags.region_threshold.empty()) {
+    char* end = nullptr;
+    config.region_min_traffic_saving = std::strtod(flags.region_threshold.c_str(), &end);
+    if (*end != '\0') {
+      return Status::user_error(str_cat("--region-threshold '", flags.region_threshold,
+                                        "' is not a number (a fraction in [0, 1])"));
+    }
+  }
+  if (!flags.max_region_nodes.empty()) {
+    char* end = nullptr;
+    const long long n = std::strtoll(flags.max_region_nodes.c_str(), &end, 10);
+    if (*end != '\0' || n > 1000000) {
+      return Status::user_error(str_cat("--max-region-nodes '", flags.max_region_nodes, "' is not a node count"));
+    }
+    config.max_region_nodes = static_cast<int>(n);
+  }
+  if (!flags.memory_budget.empty()) {
+    auto bytes = parse_byte_size(flags.memory_budget);
+    if (!bytes.is_ok()) return Status::user_error(str_cat("--memory-budget: ", bytes.status().message()));
+    config.memory_budget_bytes = *bytes;
+  }
+  OPFUSE_TRY(validate_fusion_config(config));
+  return config;
+}
+
+Result<std::map<std::string, int64_t>> parse_dims(const std::vector<std::string>& dims) {
+  std::map<std::string, int64_t> symbols;
+  for (const std::string& d : dims) {
+    OPFUSE_ASSIGN_OR_RETURN(auto kv, split_assignment(d, "--dim"));
+    char* end = nullptr;
+    const long long n = std::strtoll(kv.second.c_str(), &end, 10);
+    if (*end != '\0' || n < 0) {
+      return Status::user_error(str_cat("--dim ", d, ": '", kv.second, "' is not a size"));
+    }
+    symbols[kv.first] = n;
+  }
+  return symbols;
+}
+
+Status write_output(const std::string& path, std::string_view bytes, bool force) {
+  return write_file_atomically(path, bytes, force);
+}
+
+Status check_can_write_output(const std::string& path, bool force) { return check_can_write(path, force); }
+
 Result<SessionOptions> session_options(const SessionFlags& flags) {
   SessionOptions options;
   OPFUSE_ASSIGN_OR_RETURN(options.mode, parse_execution_mode(flags.mode));
-  OPFUSE_ASSIGN_OR_RETURN(options.level, parse_opt_level(flags.level));
+  OPFUSE_ASSIGN_OR_RETURN(options.level, effective_level(flags));
+  OPFUSE_ASSIGN_OR_RETURN(options.pipeline.fusion, fusion_config(flags));
   if (flags.threads < 0) return Status::user_error("--threads must be 0 or more");
   options.threads = flags.threads;
   if (flags.print_after_all) options.pipeline.print_after_all = &std::cerr;
@@ -87,16 +176,7 @@ Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags)
     inputs[kv.first] = std::move(t);
   }
   if (!flags.random) return inputs;
-  std::map<std::string, int64_t> symbols;
-  for (const std::string& d : flags.dims) {
-    OPFUSE_ASSIGN_OR_RETURN(auto kv, split_assignment(d, "--dim"));
-    char* end = nullptr;
-    const long long n = std::strtoll(kv.second.c_str(), &end, 10);
-    if (*end != '\0' || n < 0) {
-      return Status::user_error(str_cat("--dim ", d, ": '", kv.second, "' is not a size"));
-    }
-    symbols[kv.first] = n;
-  }
+  OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(flags.dims));
   Random rng(flags.seed);
   for (const TensorSignature& sig : session.inputs()) {
     if (inputs.count(sig.name)) continue;
@@ -119,6 +199,23 @@ Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags)
     inputs[sig.name] = std::move(t);
   }
   return inputs;
+}
+
+Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
+                                     const std::vector<std::string>& dims) {
+  OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
+  OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
+  return analyze_fusion(graph, options.level, options.pipeline, symbols);
+}
+
+void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs) {
+  cmd->add_option("--custom-op-lib", libs, "PATH: load custom ops from this plugin library (repeatable)");
+}
+
+Status load_custom_op_libs(const std::vector<std::string>& libs) {
+  for (const std::string& lib : libs) OPFUSE_TRY(load_custom_op_library(lib).status());
+  return Status::ok();
 }
 
 Result<Session> open_session(const std::string& model, const SessionFlags& flags) {

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "report/fusion_analysis.h"
 #include "runtime/session.h"
 
 namespace opfuse::cli {
@@ -21,16 +23,26 @@ Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
 
 // --mode --level --threads --print-after-all --passes (and the limit flags): how every running
 // command builds its Session.
+// The fusion flags (--disable RULE, --enable-only RULE, --disable-op TYPE, --exclude GLOB,
+// --region-threshold, --max-region-nodes, --memory-budget, --fusion-config FILE) fill
+// SessionOptions::pipeline.fusion; flags add to (and numbers override) the config file's values.
 struct SessionFlags {
   std::string mode = "graph";
   std::string level = "O1";
   int threads = 0;
   bool print_after_all = false;
   std::string passes;
+  std::vector<std::string> disable, enable_only, disable_op, exclude;
+  std::string region_threshold, max_region_nodes, memory_budget;  // empty: not given
+  std::string fusion_config;  // JSON file (passes/fusion_config_json.h)
+  const CLI::Option* level_option = nullptr;  // set by add_session_flags: was --level given?
   LimitFlags limits;
 };
-void add_session_flags(CLI::App* cmd, SessionFlags& flags);
+void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view default_level = "O1");
 Result<SessionOptions> session_options(const SessionFlags& flags);
+// Just the fusion part, and the level it implies (--level, else the config file's, else the default).
+Result<FusionConfig> fusion_config(const SessionFlags& flags);
+Result<OptLevel> effective_level(const SessionFlags& flags);
 
 // --input NAME=FILE.npy, --random, --seed, --dim SYMBOL=N: where a command's inputs come from.
 struct InputFlags {
@@ -42,6 +54,23 @@ struct InputFlags {
 void add_input_flags(CLI::App* cmd, InputFlags& flags, bool random_by_default);
 // Reads the .npy inputs, then fills the rest with seeded random data when `random` is set.
 Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags);
+
+// --dim SYMBOL=N flags as a map (the report, viz and export commands bind symbolic dims with it).
+Result<std::map<std::string, int64_t>> parse_dims(const std::vector<std::string>& dims);
+
+// Writes a file the user asked for (write_file_atomically: no overwrite without --force).
+Status write_output(const std::string& path, std::string_view bytes, bool force);
+// The same check up front, so a command fails before expensive work.
+Status check_can_write_output(const std::string& path, bool force);
+
+// Loads the model and runs analyze_fusion at the flags' level with their fusion config.
+Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
+                                     const std::vector<std::string>& dims);
+
+// --custom-op-lib PATH (repeatable), added to every command by main.cc: plugins whose ops
+// models may use (plugin/opfuse_plugin.h). Loaded before the command runs.
+void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs);
+Status load_custom_op_libs(const std::vector<std::string>& libs);
 
 // Loads an ONNX model and creates a session for it.
 Result<Session> open_session(const std::string& model, const SessionFlags& flags);

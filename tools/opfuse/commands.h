@@ -18,5 +18,10 @@ Action add_info_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
 Action add_demo_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
+Action add_report_command(CLI::App& app);    // report_command.cc
+Action add_viz_command(CLI::App& app);       // viz_command.cc
+Action add_profile_command(CLI::App& app);   // profile_command.cc
+Action add_validate_command(CLI::App& app);  // validate_command.cc
+Action add_optimize_command(CLI::App& app);  // optimize_command.cc
 
 }  // namespace opfuse::cli

@@ -5,6 +5,7 @@
 #include <exception>
 #include <vector>
 
+#include "cli_common.h"
 #include "commands.h"
 
 namespace {
@@ -27,10 +28,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, opfuse::cli::Action>> commands;
   for (auto add : {opfuse::cli::add_info_command, opfuse::cli::add_run_command,
-                   opfuse::cli::add_bench_command, opfuse::cli::add_demo_command}) {
+                   opfuse::cli::add_bench_command, opfuse::cli::add_demo_command,
+                   opfuse::cli::add_report_command, opfuse::cli::add_viz_command,
+                   opfuse::cli::add_profile_command, opfuse::cli::add_validate_command,
+                   opfuse::cli::add_optimize_command}) {
     const size_t before = app.get_subcommands({}).size();
     opfuse::cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
+  }
+  std::vector<std::string> custom_op_libs;  // every command takes --custom-op-lib
+  for (auto& [sub, action] : commands) {
+    opfuse::cli::add_custom_op_lib_flag(sub, custom_op_libs);
+    action = [action, &custom_op_libs]() -> opfuse::Status {
+      OPFUSE_TRY(opfuse::cli::load_custom_op_libs(custom_op_libs));
+      return action();
+    };
   }
   try {
     app.parse(argc, argv);

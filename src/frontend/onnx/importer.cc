@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "frontend/onnx/functions.h"
 #include "frontend/onnx/graph_builder.h"
 
 namespace opfuse {
@@ -42,6 +43,8 @@ Result<onnx::ModelProto> parse_model(std::string_view bytes, const std::string& 
 Result<Graph> load(std::string_view bytes, const std::string& base_dir,
                    const OnnxLoadOptions& options, const std::string& source) {
   OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, source));
+  // Model-local functions are composite ops: inline them so the fuser sees their primitives.
+  if (Status s = onnx_import::inline_local_functions(model); !s.is_ok()) return s.with_context(source);
   Result<Graph> graph = onnx_import::build_graph(model, base_dir, options);
   if (!graph.is_ok()) return graph.status().with_context(source);
   return graph;

@@ -6,6 +6,7 @@
 // The inner loops are scalar gathers: the index pattern is data-independent but irregular, which
 // Highway 1.0 cannot express better than the compiler's own vectorisation.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 
 #include "kernels/cpu/hwy_kernels.h"
@@ -88,6 +89,9 @@ class ResizeKernel final : public Kernel {
   std::vector<int64_t> in_dims, out_dims;
   AxisMap h, w;
   bool linear = false;
+  // Floats per pixel: 1 for NCHW; the block for a blocked f32[N, Cb, H, W, b] (ops/layout_ops.cc),
+  // whose last axis is not resized.
+  int64_t lanes = 1;
   std::string_view name() const override { return "hwy.resize"; }
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     if (in[0] == nullptr || in[0]->dims() != in_dims || out[0] == nullptr || out[0]->dims() != out_dims) {
@@ -96,26 +100,36 @@ class ResizeKernel final : public Kernel {
     const float* x = in[0]->data<float>();
     float* y = out[0]->data<float>();
     const int64_t planes = in_dims[0] * in_dims[1], ih = in_dims[2], iw = in_dims[3];
-    const int64_t oh = out_dims[2], ow = out_dims[3];
+    const int64_t oh = out_dims[2], ow = out_dims[3], l = lanes;
     const int64_t rows = planes * oh;
-    const bool parallel = rows * ow > kParallelThreshold;
+    const bool parallel = rows * ow * l > kParallelThreshold;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = r / oh, yo = r % oh;
-      const float* plane = x + p * ih * iw;
-      const float* r0 = plane + h.i0[yo] * iw;
-      const float* r1 = plane + h.i1[yo] * iw;
-      float* o = y + r * ow;
+      const float* plane = x + p * ih * iw * l;
+      const float* r0 = plane + h.i0[yo] * iw * l;
+      const float* r1 = plane + h.i1[yo] * iw * l;
+      float* o = y + r * ow * l;
       if (!linear) {
-        for (int64_t xo = 0; xo < ow; ++xo) o[xo] = r0[w.i0[xo]];
+        if (l == 1) {
+          for (int64_t xo = 0; xo < ow; ++xo) o[xo] = r0[w.i0[xo]];
+        } else {
+          for (int64_t xo = 0; xo < ow; ++xo) std::memcpy(o + xo * l, r0 + w.i0[xo] * l, l * sizeof(float));
+        }
         continue;
       }
       const float a0 = h.w0[yo], a1 = h.w1[yo];
       for (int64_t xo = 0; xo < ow; ++xo) {
-        const int64_t c0 = w.i0[xo], c1 = w.i1[xo];
-        const float top = w.w0[xo] * r0[c0] + w.w1[xo] * r0[c1];
-        const float bottom = w.w0[xo] * r1[c0] + w.w1[xo] * r1[c1];
-        o[xo] = a0 * top + a1 * bottom;
+        const float* t0 = r0 + w.i0[xo] * l;
+        const float* t1 = r0 + w.i1[xo] * l;
+        const float* b0 = r1 + w.i0[xo] * l;
+        const float* b1 = r1 + w.i1[xo] * l;
+        const float w0 = w.w0[xo], w1 = w.w1[xo];
+        for (int64_t c = 0; c < l; ++c) {
+          const float top = w0 * t0[c] + w1 * t1[c];
+          const float bottom = w0 * b0[c] + w1 * b1[c];
+          o[xo * l + c] = a0 * top + a1 * bottom;
+        }
       }
     }
     return Status::ok();
@@ -132,7 +146,8 @@ std::unique_ptr<ResizeKernel> plan(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
   auto in = static_dims_of(node.input(0));
   auto out = static_dims_of(node.output(0));
-  if (!in || !out || in->size() != 4 || out->size() != 4) return nullptr;
+  if (!in || !out || (in->size() != 4 && in->size() != 5) || out->size() != in->size()) return nullptr;
+  const int rank = static_cast<int>(in->size());
   for (size_t i = 1; i < node.inputs().size(); ++i) {  // roi/scales/sizes must be known constants
     if (node.input(i) != nullptr && (i >= ctx.constants.size() || ctx.constants[i] == nullptr)) return nullptr;
   }
@@ -143,9 +158,9 @@ std::unique_ptr<ResizeKernel> plan(const KernelCompileContext& ctx) {
   const Tensor* scales = given(ctx, kResizeScales);
   const Tensor* sizes = given(ctx, kResizeSizes);
   if ((scales != nullptr) == (sizes != nullptr)) return nullptr;
-  if ((scales ? scales : sizes)->numel() != 4) return nullptr;
+  if ((scales ? scales : sizes)->numel() != rank) return nullptr;
   std::vector<AxisMap> maps;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < rank; ++i) {
     Geometry g;
     g.in_len = (*in)[i];
     g.out_len = (*out)[i];
@@ -164,12 +179,14 @@ std::unique_ptr<ResizeKernel> plan(const KernelCompileContext& ctx) {
   if ((*in)[0] != (*out)[0] || (*in)[1] != (*out)[1] || !is_identity(maps[0]) || !is_identity(maps[1])) {
     return nullptr;
   }
+  if (rank == 5 && ((*in)[4] != (*out)[4] || !is_identity(maps[4]))) return nullptr;
   auto k = std::make_unique<ResizeKernel>();
   k->in_dims = *in;
   k->out_dims = *out;
   k->h = std::move(maps[2]);
   k->w = std::move(maps[3]);
   k->linear = a.mode == ResizeMode::kLinear;
+  k->lanes = rank == 5 ? (*in)[4] : 1;
   return k;
 }
 

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "kernels/cpu/onednn_common.h"
+#include "ops/fused.h"
 
 namespace opfuse::onednn {
 
@@ -24,6 +26,11 @@ struct ConvGeometry {
 // The geometry when the node is one the oneDNN kernels handle (f32, static shapes, constant
 // weights, pads that oneDNN can express), else nullopt.
 std::optional<ConvGeometry> conv_geometry(const KernelCompileContext& ctx, bool transpose);
+// The same with X's and Y's logical dims given (kernels whose activations are not plain tensors,
+// e.g. onednn.blocked_conv on nChw16c data).
+std::optional<ConvGeometry> conv_geometry_for(const KernelCompileContext& ctx,
+                                              const std::optional<Dims>& x,
+                                              const std::optional<Dims>& y, bool transpose);
 
 // On plain activations oneDNN may only offer its im2col GEMM (or reference loops) for a
 // (de)convolution, 4-6x slower than its direct blocked kernels for spatial kernels; two

@@ -1,6 +1,8 @@
 #include "kernels/cpu/onednn_conv_transpose.h"
 
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_post_ops.h"
+#include "ops/fused.h"
 
 namespace opfuse::onednn {
 namespace {
@@ -61,7 +63,40 @@ Result<std::unique_ptr<Kernel>> deconv_create(const KernelCompileContext& ctx) {
                      [&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); });
 }
 
+// opfuse::FusedConvTranspose: the same primitive with the epilogue as post-ops, the residual
+// (input 3) as a binary add in the output's plain layout.
+std::optional<PrimitivePlan> fused_deconv_plan(const KernelCompileContext& ctx) {
+  if (ctx.node.domain() != kFusedDomain) return std::nullopt;
+  const auto g = conv_geometry(ctx, true);
+  auto epilogue = read_epilogue(ctx.node);
+  if (!g || !epilogue.is_ok()) return std::nullopt;
+  if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y) return std::nullopt;
+  int residual = -1;
+  const auto ops = make_post_ops(*epilogue, plain_desc(g->y), residual);
+  if (!ops || (residual >= 0) != ctx.node.has_input(3)) return std::nullopt;
+  auto plan = try_dnnl<PrimitivePlan>([&] { return build_deconv_plan(ctx, *g, *ops); });
+  if (plan && residual >= 0) {
+    plan->bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3, g->y,
+                              plain_desc(g->y), {}});
+  }
+  return plan;
+}
+
+bool fused_deconv_supports(const KernelCompileContext& ctx) { return fused_deconv_plan(ctx).has_value(); }
+
+Result<std::unique_ptr<Kernel>> fused_deconv_create(const KernelCompileContext& ctx) {
+  auto plan = fused_deconv_plan(ctx);
+  if (!plan) {
+    return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.fused_conv_transpose node"));
+  }
+  return make_kernel("onednn.fused_conv_transpose", ctx.node, [&] { return std::move(*plan); });
+}
+
 }  // namespace
+
+KernelImpl onednn_fused_conv_transpose_kernel() {
+  return {"onednn.fused_conv_transpose", "FusedConvTranspose", fused_deconv_supports, fused_deconv_create};
+}
 
 KernelImpl onednn_conv_transpose_kernel() {
   return {"onednn.conv_transpose", "ConvTranspose", deconv_supports, deconv_create};

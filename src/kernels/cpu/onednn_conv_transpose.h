@@ -8,5 +8,7 @@
 namespace opfuse::onednn {
 
 KernelImpl onednn_conv_transpose_kernel();  // "onednn.conv_transpose"
+// opfuse::FusedConvTranspose: the epilogue as the primitive's post-ops.
+KernelImpl onednn_fused_conv_transpose_kernel();  // "onednn.fused_conv_transpose"
 
 }  // namespace opfuse::onednn

@@ -4,7 +4,6 @@
 #include "ops/op_def.h"
 
 namespace opfuse::onednn {
-namespace {
 
 // Y = alpha * op(A) op(B) + beta * C as one matmul: transposes become strides, alpha is folded
 // into a constant B and beta into a constant C, and C is the primitive's (broadcast) bias.
@@ -48,6 +47,8 @@ std::optional<MatmulSpec> gemm_spec(const KernelCompileContext& ctx) {
   spec.y_dims = *y;
   return spec;
 }
+
+namespace {
 
 bool gemm_supports(const KernelCompileContext& ctx) {
   const auto spec = gemm_spec(ctx);

@@ -49,8 +49,6 @@ PrimitivePlan build_matmul_plan(const MatmulSpec& spec, const dnnl::post_ops& po
   return plan;
 }
 
-namespace {
-
 // Resolves a MatMul node into a spec: 1-d operands become [1, K] / [K, 1]; an unbatched B lets
 // all of A's batch dims fold into M; equal batch shapes collapse to one batch dim; anything else
 // is given to oneDNN with its broadcast (size-1) batch dims.
@@ -106,6 +104,8 @@ std::optional<MatmulSpec> matmul_spec(const KernelCompileContext& ctx) {
   spec.y_dims = y_dims;
   return spec;
 }
+
+namespace {
 
 bool matmul_supports(const KernelCompileContext& ctx) {
   const auto spec = matmul_spec(ctx);

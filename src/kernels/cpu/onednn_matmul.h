@@ -29,6 +29,13 @@ struct MatmulSpec {
 // Builds the plan; a scaled operand must be constant. `post_ops` apply to the output.
 PrimitivePlan build_matmul_plan(const MatmulSpec& spec, const dnnl::post_ops& post_ops);
 
+// A MatMul node (also opfuse::FusedMatMul: inputs 0 and 1) as a spec, or nullopt when the
+// kernel does not handle it (dtype, dynamic or zero dims, unbroadcastable batches).
+std::optional<MatmulSpec> matmul_spec(const KernelCompileContext& ctx);
+// A Gemm node (also opfuse::FusedGemm: inputs 0 to 2) as a spec: transposes as strides, alpha
+// and beta folded into constant B and C; nullopt when a computed operand would need scaling.
+std::optional<MatmulSpec> gemm_spec(const KernelCompileContext& ctx);
+
 KernelImpl onednn_matmul_kernel();  // "onednn.matmul"
 
 }  // namespace opfuse::onednn

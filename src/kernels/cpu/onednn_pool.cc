@@ -93,11 +93,31 @@ std::optional<PoolGeometry> global_pool_geometry(const KernelCompileContext& ctx
   return g;
 }
 
+// A 2-d pool over a blocked activation (ops/layout_ops.cc) is written as a 3-d pool of
+// f32[N, Cb, H, W, b] whose last window axis is trivial (kernel 1, stride 1, no padding): the
+// same bytes are oneDNN's nChw16c / nChw8c [N, Cb*b, H, W], where its blocked pooling runs.
+// Channels-last data, f32[N, 1, H, W, C], is oneDNN's nhwc [N, C, H, W] the same way.
+bool is_blocked_pool(const PoolGeometry& g) {
+  return g.x.size() == 5 && (g.x[4] == 16 || g.x[4] == 8 || g.x[1] == 1) && g.y[4] == g.x[4] &&
+         g.kernel[2] == 1 && g.strides[2] == 1 && g.dilations[2] == 0 && g.pad_l[2] == 0 &&
+         g.pad_r[2] == 0;
+}
+
 PrimitivePlan build_pool_plan(const PoolGeometry& g) {
   using dnnl::pooling_v2_forward;
-  const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+  dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+  Dims strides = g.strides, kernel = g.kernel, dilations = g.dilations, pad_l = g.pad_l, pad_r = g.pad_r;
+  if (is_blocked_pool(g)) {
+    const auto tag = g.x[4] == 16 ? dnnl::memory::format_tag::nChw16c
+                     : g.x[4] == 8 ? dnnl::memory::format_tag::nChw8c
+                                   : dnnl::memory::format_tag::nhwc;
+    const auto f32 = dnnl::memory::data_type::f32;
+    x_md = dnnl::memory::desc({g.x[0], g.x[1] * g.x[4], g.x[2], g.x[3]}, f32, tag);
+    y_md = dnnl::memory::desc({g.y[0], g.y[1] * g.y[4], g.y[2], g.y[3]}, f32, tag);
+    for (Dims* d : {&strides, &kernel, &dilations, &pad_l, &pad_r}) d->pop_back();
+  }
   const pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, g.algo, x_md, y_md,
-                                      g.strides, g.kernel, g.dilations, g.pad_l, g.pad_r);
+                                      strides, kernel, dilations, pad_l, pad_r);
   const pooling_v2_forward::primitive_desc pd(desc, make_attr(), cpu_engine());
   PrimitivePlan plan;
   set_primitive<pooling_v2_forward>(plan, pd);

@@ -1,0 +1,215 @@
+// oneDNN kernels of the blocked-layout ops (ops/layout_ops.cc): a blocked tensor
+// f32[N, Cb, H, W, b] is, byte for byte, oneDNN's nChw16c (b = 16) or nChw8c (b = 8) memory of
+// the logical [N, C, H, W] (C <= Cb * b; oneDNN pads C up to a multiple of b the same way), or
+// its nhwc memory when Cb = 1 and b = C (channels-last). So
+// the kernels only describe the same buffers with blocked memory descriptors:
+//   opfuse::ToBlocked / FromBlocked -> one oneDNN reorder (it writes zeros into padded lanes);
+//   opfuse::BlockedConv            -> convolution_forward with blocked src (or plain nchw for a
+//                                      first conv) and dst, the epilogue as post-ops (the residual
+//                                      add as a binary post-op reading the blocked R).
+// Weights are packed once at creation into the primitive's preferred layout, like onednn.conv.
+#include "kernels/cpu/onednn_blocked.h"
+
+#include <string>
+
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_post_ops.h"
+#include "ops/fused.h"
+
+namespace opfuse::onednn {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The oneDNN layout of `c` channels in blocks of `lanes`.
+std::optional<dnnl::memory::format_tag> block_tag(int64_t lanes, int64_t c) {
+  if (lanes == 16) return dnnl::memory::format_tag::nChw16c;
+  if (lanes == 8) return dnnl::memory::format_tag::nChw8c;
+  if (lanes == c) return dnnl::memory::format_tag::nhwc;
+  return std::nullopt;
+}
+
+// `lanes`: the blocked tensor's last dim.
+dnnl::memory::desc blocked_desc(const Dims& logical, int64_t lanes) {
+  return dnnl::memory::desc(logical, dnnl::memory::data_type::f32, *block_tag(lanes, logical[1]));
+}
+
+// The logical [N, C, H, W] of a blocked [N, Cb, H, W, b] holding `c` channels.
+std::optional<Dims> logical_dims(const Dims& blocked, int64_t c) {
+  if (blocked.size() != 5 || !block_tag(blocked[4], c) || blocked[1] != ceil_div(c, blocked[4])) {
+    return std::nullopt;
+  }
+  return Dims{blocked[0], c, blocked[2], blocked[3]};
+}
+
+// ---------------------------------------------------------------- reorders
+
+struct ReorderGeometry {
+  Dims from_dims, to_dims;
+  dnnl::memory::desc from_md, to_md;
+};
+
+std::optional<ReorderGeometry> reorder_geometry(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  const auto x = static_f32_dims(node.input(0));
+  const auto y = static_f32_dims(node.output(0));
+  if (!x || !y) return std::nullopt;
+  const bool to_blocked = node.op_type() == "ToBlocked";
+  const Dims& plain = to_blocked ? *x : *y;
+  const Dims& blocked = to_blocked ? *y : *x;
+  if (plain.size() != 4) return std::nullopt;
+  const auto logical = logical_dims(blocked, plain[1]);
+  if (!logical || *logical != plain) return std::nullopt;
+  const dnnl::memory::desc p = plain_desc(plain), b = blocked_desc(plain, blocked[4]);
+  return to_blocked ? ReorderGeometry{*x, *y, p, b} : ReorderGeometry{*x, *y, b, p};
+}
+
+PrimitivePlan build_reorder_plan(const ReorderGeometry& g) {
+  const dnnl::reorder::primitive_desc pd(cpu_engine(), g.from_md, cpu_engine(), g.to_md, make_attr());
+  PrimitivePlan plan;
+  plan.scratchpad = pd.scratchpad_desc();
+  plan.prim = dnnl::reorder(pd);
+  plan.dst_dims = g.to_dims;
+  plan.dst_md = g.to_md;
+  plan.bindings.push_back({DNNL_ARG_FROM, 0, g.from_dims, g.from_md, {}});
+  return plan;
+}
+
+bool reorder_supports(const KernelCompileContext& ctx) {
+  if (ctx.node.domain() != kFusedDomain) return false;
+  const auto g = reorder_geometry(ctx);
+  return g && try_dnnl<bool>([&] {
+                build_reorder_plan(*g);
+                return true;
+              }).has_value();
+}
+
+Result<std::unique_ptr<Kernel>> reorder_create(const KernelCompileContext& ctx) {
+  const auto g = reorder_geometry(ctx);
+  if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.reorder node"));
+  return make_kernel("onednn.reorder", ctx.node, [&] { return build_reorder_plan(*g); });
+}
+
+// ---------------------------------------------------------------- BlockedConv
+
+struct BlockedConvGeometry {
+  ConvGeometry conv;  // logical dims
+  Dims x_dims, y_dims;  // the tensors' dims (X plain or blocked; Y blocked)
+  bool x_blocked = true;
+};
+
+std::optional<BlockedConvGeometry> blocked_conv_geometry(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  if (node.domain() != kFusedDomain || node.outputs().size() != 1) return std::nullopt;
+  const auto x = static_f32_dims(node.input(0));
+  const auto w = static_f32_dims(node.input(1));
+  const auto y = static_f32_dims(node.output(0));
+  if (!x || !w || !y || w->size() != 4 || y->size() != 5) return std::nullopt;
+  BlockedConvGeometry g;
+  const int64_t block = AttrReader(node).get_int("block");
+  const int64_t c = (*w)[1] * AttrReader(node).get_int("group"), m = (*w)[0];
+  g.x_blocked = x->size() == 5;
+  const auto x_logical = g.x_blocked ? logical_dims(*x, c) : std::optional<Dims>(*x);
+  const auto y_logical = logical_dims(*y, m);
+  if (!x_logical || !y_logical) return std::nullopt;
+  // The attribute's layout (0: channels-last) must be the one the dims spell.
+  if ((*y)[4] != (block == 0 ? m : block) || (g.x_blocked && (*x)[4] != (block == 0 ? c : block))) {
+    return std::nullopt;
+  }
+  auto conv = conv_geometry_for(ctx, x_logical, y_logical, false);
+  if (!conv || conv->x.size() != 4) return std::nullopt;
+  g.conv = *conv;
+  g.x_dims = *x;
+  g.y_dims = *y;
+  return g;
+}
+
+PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const BlockedConvGeometry& bg,
+                                      const std::vector<PostOp>& epilogue) {
+  using dnnl::convolution_forward;
+  const ConvGeometry& g = bg.conv;
+  const int64_t m = g.w[0];
+  Dims w_dims = g.w;
+  if (g.group > 1) {  // ONNX's [M, C/g, k...] is oneDNN's [g, M/g, C/g, k...]
+    w_dims[0] = m / g.group;
+    w_dims.insert(w_dims.begin(), g.group);
+  }
+  const dnnl::memory::desc x_md = bg.x_blocked ? blocked_desc(g.x, bg.x_dims[4]) : plain_desc(g.x);
+  const dnnl::memory::desc y_md = blocked_desc(g.y, bg.y_dims[4]);
+  const dnnl::memory::desc b_md = g.has_bias ? plain_desc({m}) : dnnl::memory::desc();
+  int residual = -1;
+  const auto ops = make_post_ops(epilogue, y_md, residual);
+  if (!ops) throw dnnl::error(dnnl_unimplemented, "post-op without a oneDNN counterpart");
+  auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+    const auto desc = g.has_bias
+        ? convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                    dnnl::algorithm::convolution_direct, src, any_desc(w_dims), b_md,
+                                    dst, g.strides, g.dilations, g.pad_l, g.pad_r)
+        : convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                    dnnl::algorithm::convolution_direct, src, any_desc(w_dims), dst,
+                                    g.strides, g.dilations, g.pad_l, g.pad_r);
+    return convolution_forward::primitive_desc(desc, make_attr(*ops), cpu_engine());
+  };
+  // Some shapes have only oneDNN's reference loops on the blocked layout (measured: dilated
+  // 3x3 convs with dilation 12-36, DeepLabV3's ASPP, 1000x slower). Then let oneDNN pick the
+  // layout and reorder around the primitive inside the kernel, as onednn.conv does on plain data.
+  auto pd = make_pd(x_md, y_md);
+  if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) {
+    auto any = try_dnnl<convolution_forward::primitive_desc>([&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
+    if (any && std::string(any->impl_info_str()).find("ref") == std::string::npos) pd = *any;
+  }
+  PrimitivePlan plan;
+  set_primitive<convolution_forward>(plan, pd);
+  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
+  plan.dst_dims = bg.y_dims;
+  plan.dst_md = y_md;
+  plan.bindings.push_back({DNNL_ARG_SRC, 0, bg.x_dims, x_md, {}});
+  plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
+                           pack(plain_desc(w_dims), ctx.constants[1]->raw_data(), pd.weights_desc())});
+  if (g.has_bias) {
+    const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
+    if (b != nullptr) {
+      plan.bindings.push_back({DNNL_ARG_BIAS, -1, {m}, b_md, pack(b_md, b->raw_data(), b_md)});
+    } else {
+      plan.bindings.push_back({DNNL_ARG_BIAS, 2, {m}, b_md, {}});
+    }
+  }
+  if (residual >= 0) {
+    plan.bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3,
+                             bg.y_dims, y_md, {}});
+  }
+  return plan;
+}
+
+bool blocked_conv_supports(const KernelCompileContext& ctx) {
+  const auto g = blocked_conv_geometry(ctx);
+  auto epilogue = read_epilogue(ctx.node);
+  if (!g || !epilogue.is_ok()) return false;
+  if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y_dims) return false;
+  return try_dnnl<bool>([&] {
+           build_blocked_conv_plan(ctx, *g, *epilogue);
+           return true;
+         }).has_value();
+}
+
+Result<std::unique_ptr<Kernel>> blocked_conv_create(const KernelCompileContext& ctx) {
+  const auto g = blocked_conv_geometry(ctx);
+  OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node));
+  if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.blocked_conv node"));
+  return make_kernel("onednn.blocked_conv", ctx.node,
+                     [&] { return build_blocked_conv_plan(ctx, *g, epilogue); });
+}
+
+}  // namespace
+
+KernelImpl onednn_to_blocked_kernel() {
+  return {"onednn.reorder", "ToBlocked", reorder_supports, reorder_create};
+}
+KernelImpl onednn_from_blocked_kernel() {
+  return {"onednn.reorder", "FromBlocked", reorder_supports, reorder_create};
+}
+KernelImpl onednn_blocked_conv_kernel() {
+  return {"onednn.blocked_conv", "BlockedConv", blocked_conv_supports, blocked_conv_create};
+}
+
+}  // namespace opfuse::onednn

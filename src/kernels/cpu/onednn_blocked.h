@@ -1,0 +1,12 @@
+// oneDNN kernels of the blocked-layout ops (ops/layout_ops.cc; kernels/cpu/onednn_blocked.cc).
+#pragma once
+
+#include "kernels/kernel.h"
+
+namespace opfuse::onednn {
+
+KernelImpl onednn_to_blocked_kernel();    // "onednn.reorder": opfuse::ToBlocked
+KernelImpl onednn_from_blocked_kernel();  // "onednn.reorder": opfuse::FromBlocked
+KernelImpl onednn_blocked_conv_kernel();  // "onednn.blocked_conv": opfuse::BlockedConv
+
+}  // namespace opfuse::onednn

@@ -1,0 +1,269 @@
+// Blocked activation layouts (O3, passes/layout.cc) as ordinary values. A blocked activation is
+// a real tensor whose dims are its physical layout: nChw16c of a logical [N, C, H, W] is the
+// row-major f32[N, ceil(C/16), H, W, 16], channel c living at [n, c / 16, h, w, c % 16]. Padded
+// lanes (c >= C) are written as zeros by ToBlocked and BlockedConv's reference; other ops may
+// leave any finite value there (no op reads them into a real channel: a conv's padded weights
+// are zero). Because the layout is in the dims, memory planning sizes buffers by their padded
+// bytes, and elementwise ops, Concat on axis 1, pools with a trailing unit window and Resize
+// with a trailing unit scale compute the blocked result under their plain ONNX semantics. Only
+// the ops here are new:
+// `block` is 16 (nChw16c), 8 (nChw8c) or 0: channels-last, one block holding every channel, so
+// logical [N, C, H, W] is f32[N, 1, H, W, C] (oneDNN's nhwc), with no padding.
+//   opfuse::ToBlocked(X: [N,C,H,W]) {block}       -> [N, ceil(C/b), H, W, b], b = block or C
+//   opfuse::FromBlocked(X: [N,Cb,H,W,b]) {channels} -> [N, channels, H, W]
+//   opfuse::BlockedConv(X, W, [B], [R]) {Conv's attributes, epilogue, block}
+//       = ToBlocked(FusedConv(plain(X), W, B, plain(R))): X is plain [N,C,H,W] (a first conv
+//       reading an image) or blocked; W and B stay in ONNX layout; R and Y are blocked.
+#include <cstring>
+
+#include "ops/conv_common.h"
+#include "ops/fused.h"
+#include "ops/op_list.h"
+#include "ops/registry.h"
+
+namespace opfuse {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool valid_block(int64_t block) { return block == 0 || block == 8 || block == 16; }
+// The lane count of a tensor of `c` channels under a `block` attribute (0: channels-last).
+int64_t lanes(int64_t block, int64_t c) { return block == 0 ? c : block; }
+// Whether blocked dims [.., Cb, .., b] hold `c` channels: Cb = ceil(c / b), with b 8 or 16, or
+// a single block of exactly c lanes (channels-last).
+bool holds(int64_t cb, int64_t b, int64_t c) {
+  return c >= 1 && b >= 1 && cb == (c + b - 1) / b && (b == 8 || b == 16 || (cb == 1 && b == c));
+}
+
+// Copies plain [N,C,S] (S = H*W) into blocked [N,Cb,S,b]; lanes past C stay as they are (zero).
+void block_f32(const float* src, float* dst, int64_t n, int64_t c, int64_t s, int64_t b) {
+  const int64_t cb = ceil_div(c, b);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* from = src + (i * c + ch) * s;
+      float* to = dst + ((i * cb + ch / b) * s) * b + ch % b;
+      for (int64_t k = 0; k < s; ++k) to[k * b] = from[k];
+    }
+  }
+}
+
+void unblock_f32(const float* src, float* dst, int64_t n, int64_t c, int64_t s, int64_t b) {
+  const int64_t cb = ceil_div(c, b);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* from = src + ((i * cb + ch / b) * s) * b + ch % b;
+      float* to = dst + (i * c + ch) * s;
+      for (int64_t k = 0; k < s; ++k) to[k] = from[k * b];
+    }
+  }
+}
+
+const OpDef& fused_conv_def() {
+  static const OpDef* def = OpRegistry::global().find(std::string(kFusedDomain), "FusedConv");
+  return *def;
+}
+
+// ---------------------------------------------------------------- ToBlocked / FromBlocked
+
+Status infer_to_blocked(InferContext& ctx) {
+  const int64_t b = ctx.attrs().get_int("block");
+  if (!valid_block(b)) return ctx.error(str_cat("block must be 0, 8 or 16, got ", b));
+  if (ctx.input_dtype(0) != DType::kF32) return ctx.error("blocked layouts are f32 only");
+  const auto& x = ctx.input_shape(0);
+  if (!x) {
+    ctx.set_output(0, DType::kF32, std::nullopt);
+    return Status::ok();
+  }
+  if (x->size() != 4) return ctx.error(str_cat("X must be [N,C,H,W], got ", shape_to_string(*x)));
+  const Dim c = (*x)[1];
+  if (b == 0 && !c.is_known()) return ctx.error("channels-last needs a known channel count");
+  const int64_t l = c.is_known() ? lanes(b, c.value()) : b;
+  Shape y = {(*x)[0], c.is_known() ? Dim(ceil_div(c.value(), l)) : Dim(), (*x)[2], (*x)[3], Dim(l)};
+  ctx.set_output(0, DType::kF32, std::move(y));
+  return Status::ok();
+}
+
+Status to_blocked_kernel(KernelContext& ctx) {
+  const int64_t b = ctx.attrs().get_int("block");
+  const Tensor& x = ctx.input(0);
+  if (!valid_block(b) || x.dtype() != DType::kF32 || x.rank() != 4) {
+    return ctx.error(str_cat("needs f32[N,C,H,W] and block 0, 8 or 16, got ", x.type_string()));
+  }
+  const int64_t n = x.dim(0), c = x.dim(1), s = x.dim(2) * x.dim(3), l = lanes(b, c);
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kF32,
+                                                          {n, ceil_div(c, l), x.dim(2), x.dim(3), l}));
+  block_f32(x.data<float>(), y->data<float>(), n, c, s, l);
+  return Status::ok();
+}
+
+Status infer_from_blocked(InferContext& ctx) {
+  const int64_t c = ctx.attrs().get_int("channels");
+  if (ctx.input_dtype(0) != DType::kF32) return ctx.error("blocked layouts are f32 only");
+  const auto& x = ctx.input_shape(0);
+  if (!x) {
+    ctx.set_output(0, DType::kF32, std::nullopt);
+    return Status::ok();
+  }
+  if (x->size() != 5 || !(*x)[4].is_known() || !(*x)[1].is_known()) {
+    return ctx.error(str_cat("X must be blocked [N,Cb,H,W,b], got ", shape_to_string(*x)));
+  }
+  if (!holds((*x)[1].value(), (*x)[4].value(), c)) {
+    return ctx.error(str_cat("channels = ", c, " does not fit X ", shape_to_string(*x)));
+  }
+  ctx.set_output(0, DType::kF32, Shape{(*x)[0], Dim(c), (*x)[2], (*x)[3]});
+  return Status::ok();
+}
+
+Status from_blocked_kernel(KernelContext& ctx) {
+  const int64_t c = ctx.attrs().get_int("channels");
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::kF32 || x.rank() != 5 || !holds(x.dim(1), x.dim(4), c)) {
+    return ctx.error(str_cat("needs blocked f32[N,Cb,H,W,b] for ", c, " channels, got ",
+                             x.type_string()));
+  }
+  const int64_t n = x.dim(0), s = x.dim(2) * x.dim(3);
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kF32, {n, c, x.dim(2), x.dim(3)}));
+  unblock_f32(x.data<float>(), y->data<float>(), n, c, s, x.dim(4));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- BlockedConv
+
+// The plain shape of a blocked [N,Cb,H,W,b] holding `c` channels.
+std::optional<Shape> plain_shape(const std::optional<Shape>& s, int64_t c) {
+  if (!s || s->size() != 5) return std::nullopt;
+  return Shape{(*s)[0], Dim(c), (*s)[2], (*s)[3]};
+}
+
+Status infer_blocked_conv(InferContext& ctx) {
+  const int64_t b = ctx.attrs().get_int("block");
+  if (!valid_block(b)) return ctx.error(str_cat("block must be 0, 8 or 16, got ", b));
+  const auto& w = ctx.input_shape(1);
+  if (!w || w->size() != 4 || !(*w)[0].is_known() || !(*w)[1].is_known()) {
+    return ctx.error("W must be a [M, C/group, kh, kw] tensor of known channel counts");
+  }
+  const int64_t c = (*w)[1].value() * ctx.attrs().get_int("group");
+  const int64_t m = (*w)[0].value();
+  const auto& x = ctx.input_shape(0);
+  std::vector<ValueType> inputs;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    inputs.push_back(ctx.has_input(i) ? ValueType{ctx.input_dtype(i), ctx.input_shape(i)} : ValueType{});
+  }
+  if (x && x->size() == 5) {
+    if (!((*x)[4] == Dim(lanes(b, c))) || ((*x)[1].is_known() && (*x)[1].value() != ceil_div(c, lanes(b, c)))) {
+      return ctx.error(str_cat("blocked X ", shape_to_string(*x), " does not hold ", c,
+                               " channels in blocks of ", lanes(b, c)));
+    }
+    inputs[0].shape = plain_shape(x, c);
+  }
+  if (ctx.has_input(3)) inputs[3].shape = plain_shape(ctx.input_shape(3), m);
+  std::vector<const Tensor*> constants;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) constants.push_back(ctx.input_constant(i));
+  InferContext plain(ctx.node(), std::move(inputs), std::move(constants));
+  OPFUSE_TRY(fused_conv_def().infer(plain));
+  const ValueType& y = plain.outputs()[0];
+  std::optional<Shape> out;
+  if (y.shape && y.shape->size() == 4) {
+    out = Shape{(*y.shape)[0], Dim(ceil_div(m, lanes(b, m))), (*y.shape)[2], (*y.shape)[3], Dim(lanes(b, m))};
+  }
+  if (ctx.has_input(3) && out && ctx.input_shape(3) && !(*ctx.input_shape(3) == *out)) {
+    return ctx.error("the blocked residual's shape differs from the output's");
+  }
+  ctx.set_output(0, y.dtype, std::move(out));
+  return Status::ok();
+}
+
+Result<Tensor> reblock(const Tensor& t, int64_t b, bool to_blocked, int64_t c) {
+  if (to_blocked) {
+    OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(DType::kF32, {t.dim(0), ceil_div(c, b), t.dim(2), t.dim(3), b}));
+    block_f32(t.data<float>(), y.data<float>(), t.dim(0), c, t.dim(2) * t.dim(3), b);
+    return y;
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(DType::kF32, {t.dim(0), c, t.dim(2), t.dim(3)}));
+  unblock_f32(t.data<float>(), y.data<float>(), t.dim(0), c, t.dim(2) * t.dim(3), b);
+  return y;
+}
+
+Status blocked_conv_kernel(KernelContext& ctx) {
+  const int64_t b = ctx.attrs().get_int("block");
+  const Tensor& w = ctx.input(1);
+  if (!valid_block(b) || w.rank() != 4 || ctx.input(0).dtype() != DType::kF32) {
+    return ctx.error("needs f32 X, W [M, C/group, kh, kw] and block 0, 8 or 16");
+  }
+  const int64_t c = w.dim(1) * ctx.attrs().get_int("group"), m = w.dim(0);
+  auto plain_of = [&](const Tensor& t, int64_t channels) -> Result<Tensor> {
+    if (t.rank() == 4) return t;
+    const int64_t l = lanes(b, channels);
+    if (t.rank() != 5 || t.dim(4) != l || t.dim(1) != ceil_div(channels, l)) {
+      return ctx.error(str_cat("blocked input ", t.type_string(), " does not hold ", channels,
+                               " channels in blocks of ", l));
+    }
+    return reblock(t, l, false, channels);
+  };
+  OPFUSE_ASSIGN_OR_RETURN(Tensor x, plain_of(ctx.input(0), c));
+  std::vector<const Tensor*> inputs = {&x, &w, ctx.input_or_null(2)};
+  Tensor r;
+  if (ctx.has_input(3)) {
+    OPFUSE_ASSIGN_OR_RETURN(r, plain_of(ctx.input(3), m));
+    inputs.push_back(&r);
+  }
+  KernelContext plain(ctx.node(), std::move(inputs));
+  OPFUSE_TRY(fused_conv_def().reference(plain));
+  const Tensor& y = plain.outputs()[0];
+  OPFUSE_ASSIGN_OR_RETURN(Tensor yb, reblock(y, lanes(b, m), true, m));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kF32, yb.dims()));
+  std::memcpy(out->raw_data(), yb.raw_data(), yb.nbytes());
+  return Status::ok();
+}
+
+int64_t blocked_conv_flops(const Node& node) {
+  // 2 * multiply-adds over the logical (unpadded) output: W[0] output channels.
+  const Value* y = node.output(0);
+  const Value* w = node.input(1);
+  if (!y || !w || !y->shape || !w->shape) return -1;
+  const auto yd = static_dims(*y->shape);
+  const auto wd = static_dims(*w->shape);
+  if (!yd || !wd || yd->size() != 5 || wd->size() != 4) return -1;
+  return 2 * (*yd)[0] * (*yd)[2] * (*yd)[3] * (*wd)[0] * (*wd)[1] * (*wd)[2] * (*wd)[3];
+}
+
+OpDef layout_op(std::string name, InferFn infer, KernelFn kernel, std::string summary) {
+  OpDef d;
+  d.name = std::move(name);
+  d.domain = std::string(kFusedDomain);
+  d.min_opset = 1;
+  d.max_opset = 1;
+  d.infer = infer;
+  d.reference = kernel;
+  d.summary = std::move(summary);
+  return d;
+}
+
+}  // namespace
+
+std::vector<OpDef> layout_ops() {
+  std::vector<OpDef> ops;
+  OpDef to = layout_op("ToBlocked", infer_to_blocked, to_blocked_kernel,
+                       "plain [N,C,H,W] -> blocked [N,ceil(C/b),H,W,b] (nChw16c / nChw8c), zero-padded");
+  to.attrs = {{"block", AttrType::kInt, AttrValue(int64_t{16}), false}};
+  to.kind = FusionKind::kInjective;
+  ops.push_back(std::move(to));
+  OpDef from = layout_op("FromBlocked", infer_from_blocked, from_blocked_kernel,
+                         "blocked [N,Cb,H,W,b] -> plain [N,channels,H,W]");
+  from.attrs = {{"channels", AttrType::kInt, std::nullopt, true}};
+  from.kind = FusionKind::kInjective;
+  ops.push_back(std::move(from));
+  OpDef conv = layout_op("BlockedConv", infer_blocked_conv, blocked_conv_kernel,
+                         "FusedConv on blocked activations: X plain or blocked, Y and R blocked");
+  conv.min_inputs = 2;
+  conv.max_inputs = 4;
+  conv.attrs = conv_attr_specs();
+  conv.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
+  conv.attrs.push_back({"block", AttrType::kInt, AttrValue(int64_t{16}), false});
+  conv.kind = FusionKind::kAnchor;
+  conv.flops = blocked_conv_flops;
+  ops.push_back(std::move(conv));
+  return ops;
+}
+
+}  // namespace opfuse

@@ -1,0 +1,435 @@
+// Layout (O3): keep CNN activations in the blocked layout oneDNN's direct convolutions prefer
+// (nChw16c), from the first conv to the last op that can read it, with reorders only at the
+// boundaries. A blocked activation is an ordinary value whose dims are its physical layout
+// (ops/layout_ops.cc): logical [N, C, H, W] -> f32[N, ceil(C/16), H, W, 16].
+//
+//   before                                 after
+//     x: [1,3,H,W]                           x: [1,3,H,W]
+//     Conv -> Relu -> MaxPool                BlockedConv(x) {epilogue}        -> [1,4,H,W,16]
+//     Conv (+ residual Add) ...              MaxPool {kernel_shape=[3,3,1]}   -> [1,4,H',W',16]
+//     GlobalAveragePool                      BlockedConv ...                  (blocked residual)
+//     Flatten -> Gemm                        AveragePool {kernel_shape=[H,W,1]} -> [1,Cb,1,1,16]
+//                                            FromBlocked {channels} -> Flatten -> Gemm
+//
+// Algorithm: one walk over the nodes in topological order, keeping for each plain value the
+// blocked value that holds the same data (`blocked_`):
+//  - Conv / opfuse::FusedConv (2-d, f32, static shapes, constant weights, group 1 or depthwise,
+//    an epilogue oneDNN can run) become opfuse::BlockedConv: they start blocked regions. X is
+//    read blocked when it has a blocked form, plain when it has few channels (a first conv on an
+//    image: oneDNN reads nchw there directly), else through a ToBlocked.
+//  - Followers join a region only when one of their data inputs is blocked already, so no
+//    reorder is added for them: MaxPool / AveragePool (a 3-d pool whose last window axis is
+//    trivial), GlobalAveragePool / GlobalMaxPool (the same with the whole H x W window),
+//    elementwise and broadcast ops (operands blocked alike, per-channel constants re-laid out,
+//    one-element constants as they are, plain per-channel values through a ToBlocked), Concat
+//    on channels (every input but the last a whole number of blocks), Resize (nearest or
+//    linear, constant scales or sizes, which get a trailing 1).
+//  - Each rewritten node's original output becomes FromBlocked(blocked output) under the same
+//    name, so graph outputs and plain consumers (Reshape, Flatten, Gemm, Softmax ...) read the
+//    plain layout; DCE drops the FromBlocked nodes nobody reads.
+// Padded lanes (C not a multiple of 16) hold arbitrary finite values; ops that could turn them
+// into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
+// Block size: 16 everywhere (one AVX-512 vector). Measured alternatives (docs/benchmarks.md):
+// nChw8c runs oneDNN 2.6's AVX2 kernels (jit:avx2) on this AVX-512 machine, 1.5-4x slower even
+// on the 24/40-channel MobileNet convs that 16 pads by a third; channels-last (block 0: nhwc,
+// where oneDNN picks brgconv) is selectable with OPFUSE_LAYOUT=nhwc and was not a clear win.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/fused.h"
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+
+namespace opfuse {
+namespace {
+
+constexpr std::string_view kPass = "layout";
+// nChw16c (16), nChw8c (8) or channels-last (0); see the note on block size above.
+constexpr int64_t kDefaultBlock = 16;
+// A conv reading at most this many plain channels takes them plain (oneDNN's first-conv kernel).
+constexpr int64_t kPlainInputChannels = 4;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Elementwise ops that map finite inputs to finite outputs, so garbage in padded lanes stays
+// finite (conv weights of padded channels are zero, and 0 * finite = 0).
+bool finite_preserving(const std::string& op) {
+  static const std::unordered_set<std::string> kOps = {
+      "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "Elu", "Add",
+      "Sub", "Mul", "Max", "Min", "Neg", "Abs", "Identity", "PRelu"};
+  return kOps.count(op) > 0;
+}
+
+struct BlockedValue {
+  Value* value = nullptr;  // f32[N, ceil(C/16), H, W, 16]
+  int64_t channels = 0;    // C
+};
+
+class LayoutPass {
+ public:
+  LayoutPass(Graph& graph, PassContext& ctx, int64_t block)
+      : graph_(graph), ctx_(ctx), block_(block), suffix_(block == 0 ? "_nhwc" : str_cat("_b", block)) {}
+
+  Result<bool> run() {
+    if (!ctx_.fusion.rule_enabled(kPass)) return false;
+    bool changed = false;
+    for (Node* node : graph_.nodes()) {
+      if (node->outputs().size() != 1 && !(node->op_type() == "MaxPool" && node->outputs().size() == 2 &&
+                                           node->output(1) == nullptr)) {
+        continue;
+      }
+      if (!ctx_.fusion.node_fusible(*node)) continue;
+      // Dead nodes are DCE's business (and replace() needs a reader or an output to re-point).
+      if (node->output(0)->uses().empty() && !node->output(0)->is_graph_output()) continue;
+      OPFUSE_ASSIGN_OR_RETURN(bool rewritten, rewrite(node));
+      changed |= rewritten;
+    }
+    if (changed) {
+      graph_.remove_dead_values();
+      OPFUSE_TRY(graph_.topological_sort());
+    }
+    return changed;
+  }
+
+ private:
+  // What the blocked node will be.
+  struct Plan {
+    std::string op_type;
+    std::string domain;
+    std::vector<Value*> inputs;
+    Attributes attrs;
+    int64_t out_channels = 0;
+    std::vector<int64_t> out_dims;  // logical
+  };
+
+  Result<bool> rewrite(Node* node) {
+    std::optional<Plan> plan;
+    const std::string& op = node->op_type();
+    if (node->domain().empty() || node->domain() == kFusedDomain) {
+      if (op == "Conv" || (op == "FusedConv" && node->domain() == kFusedDomain)) {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_conv(*node));
+      } else if (!node->domain().empty()) {
+        return false;
+      } else if (op == "MaxPool" || op == "AveragePool") {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_pool(*node));
+      } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_global_pool(*node));
+      } else if (op == "Concat") {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_concat(*node));
+      } else if (op == "Resize") {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_resize(*node));
+      } else if (node->def().scalar != nullptr) {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_elementwise(*node));
+      }
+    }
+    if (!plan) return false;
+    while (!plan->inputs.empty() && plan->inputs.back() == nullptr) plan->inputs.pop_back();
+    OPFUSE_TRY(replace(node, std::move(*plan)));
+    return true;
+  }
+
+  // ------------------------------------------------------------ operands
+
+  static std::optional<std::vector<int64_t>> dims4(const Value* v) {
+    if (v == nullptr || v->dtype != DType::kF32) return std::nullopt;
+    auto d = known_dims(v);
+    if (!d || d->size() != 4) return std::nullopt;
+    return d;
+  }
+
+  const BlockedValue* blocked(const Value* v) const {
+    auto it = blocked_.find(v);
+    return it == blocked_.end() ? nullptr : &it->second;
+  }
+
+  // The blocked form of a plain activation: existing, or a new ToBlocked (shared by every reader).
+  Result<Value*> to_blocked(Value* v) {
+    if (const BlockedValue* b = blocked(v)) return b->value;
+    const auto d = dims4(v);
+    if (!d) return Status::internal_error(str_cat("layout: ", v->name(), " is not a static 4-d f32 value"));
+    Attributes attrs;
+    attrs["block"] = AttrValue(block_);
+    OPFUSE_ASSIGN_OR_RETURN(Node * n, graph_.add_node("ToBlocked", {v}, {v->name() + suffix_}, attrs,
+                                                      v->name() + "_to_blocked", std::string(kFusedDomain)));
+    Value* out = n->output(0);
+    out->dtype = DType::kF32;
+    out->shape = make_shape(blocked_dims(*d));
+    blocked_[v] = {out, (*d)[1]};
+    return out;
+  }
+
+  // Lanes of the last dim for `c` channels: the block, or every channel (channels-last).
+  int64_t lanes(int64_t c) const { return block_ == 0 ? c : block_; }
+  bool padded(int64_t c) const { return c % lanes(c) != 0; }
+
+  std::vector<int64_t> blocked_dims(const std::vector<int64_t>& d) const {
+    return {d[0], ceil_div(d[1], lanes(d[1])), d[2], d[3], lanes(d[1])};
+  }
+
+  // A per-channel constant ([C], [C,1,1], [1,C,1,1]) laid out as [1, Cb, 1, 1, b]; padded
+  // lanes get `pad`.
+  Value* blocked_constant(const Value* v, const Tensor& t, int64_t c, float pad) {
+    const std::string key = str_cat(v->name(), "#", pad);
+    if (auto it = constants_.find(key); it != constants_.end()) return it->second;
+    const int64_t cb = ceil_div(c, lanes(c));
+    std::vector<float> data(static_cast<size_t>(cb * lanes(c)), pad);
+    const std::vector<float> src = t.to_float_vector();
+    std::copy(src.begin(), src.end(), data.begin());
+    Value* out = graph_.add_constant(v->name() + suffix_, Tensor::from_vector<float>({1, cb, 1, 1, lanes(c)}, data));
+    constants_[key] = out;
+    return out;
+  }
+
+  static bool is_per_channel(const std::vector<int64_t>& d, int64_t c) {
+    if (d.size() > 4 || d.empty()) return false;
+    std::vector<int64_t> d4(4 - d.size(), 1);
+    d4.insert(d4.end(), d.begin(), d.end());
+    return d4[0] == 1 && d4[1] == c && d4[2] == 1 && d4[3] == 1;
+  }
+
+  // ------------------------------------------------------------ plans
+
+  Result<std::optional<Plan>> plan_conv(const Node& node) {
+    const auto x = dims4(node.input(0));
+    const auto y = dims4(node.output(0));
+    const auto w = known_dims(node.input(1));
+    const Tensor* wt = constant_data(node.input(1));
+    auto refuse = [&](const std::string& why) -> Result<std::optional<Plan>> {
+      refuse_once(ctx_, std::string(kPass), node_label(node), why);
+      return std::optional<Plan>();
+    };
+    if (!x || !y || !w || w->size() != 4) return refuse("not a 2-d f32 conv with static shapes");
+    if (wt == nullptr || wt->dtype() != DType::kF32) return refuse("weights are not a constant");
+    const int64_t group = AttrReader(node).get_int("group");
+    const int64_t c = (*x)[1], m = (*y)[1];
+    if (group != 1 && !(group == c && m == c)) return refuse("grouped conv that is not depthwise");
+    if (node.has_input(2) && constant_data(node.input(2)) == nullptr) return refuse("bias is not a constant");
+    Plan p{"BlockedConv", std::string(kFusedDomain), {}, node.attrs, m, *y};
+    if (node.op_type() == "FusedConv") {
+      OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(node));
+      for (const PostOp& op : epilogue) {
+        if (op.spec->dnnl == DnnlPostOp::kNone) return refuse(str_cat("post-op ", op.spec->name, " has no oneDNN form"));
+      }
+    }
+    p.attrs["block"] = AttrValue(block_);
+    Value* xin = node.input(0);
+    // oneDNN's first-conv kernel reads nchw into nChw16c; channels-last convs want nhwc input.
+    if (!blocked(xin) && c <= kPlainInputChannels && block_ != 0) {
+      p.inputs.push_back(xin);
+    } else {
+      OPFUSE_ASSIGN_OR_RETURN(Value * xb, to_blocked(xin));
+      p.inputs.push_back(xb);
+    }
+    p.inputs.push_back(node.input(1));
+    p.inputs.push_back(node.input(2));
+    if (node.has_input(3)) {
+      if (!dims4(node.input(3)) || *dims4(node.input(3)) != *y) return refuse("residual shape differs");
+      OPFUSE_ASSIGN_OR_RETURN(Value * rb, to_blocked(node.input(3)));
+      p.inputs.push_back(rb);
+    }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  Result<std::optional<Plan>> plan_pool(const Node& node) {
+    const BlockedValue* xb = blocked(node.input(0));
+    const auto y = dims4(node.output(0));
+    if (xb == nullptr || !y) return std::optional<Plan>();
+    const AttrReader attrs(node);
+    const std::string auto_pad = attrs.get_string("auto_pad");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") return std::optional<Plan>();
+    std::vector<int64_t> k = attrs.get_ints("kernel_shape");
+    if (k.size() != 2) return std::optional<Plan>();
+    Plan p{node.op_type(), "", {xb->value}, node.attrs, xb->channels, *y};
+    auto extend = [&](const std::string& name, std::vector<int64_t> v, int64_t fill) {
+      if (v.empty()) v.assign(2, fill);
+      v.push_back(fill);
+      p.attrs[name] = AttrValue(v);
+    };
+    extend("kernel_shape", k, 1);
+    extend("strides", attrs.has("strides") ? attrs.get_ints("strides") : std::vector<int64_t>{}, 1);
+    if (attrs.has("dilations")) extend("dilations", attrs.get_ints("dilations"), 1);
+    if (attrs.has("pads")) {
+      const std::vector<int64_t> pads = attrs.get_ints("pads");
+      if (pads.size() != 4) return std::optional<Plan>();
+      p.attrs["pads"] = AttrValue(std::vector<int64_t>{pads[0], pads[1], 0, pads[2], pads[3], 0});
+    }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  Result<std::optional<Plan>> plan_global_pool(const Node& node) {
+    const BlockedValue* xb = blocked(node.input(0));
+    const auto x = dims4(node.input(0));
+    const auto y = dims4(node.output(0));
+    if (xb == nullptr || !x || !y) return std::optional<Plan>();
+    const bool is_max = node.op_type() == "GlobalMaxPool";
+    Plan p{is_max ? "MaxPool" : "AveragePool", "", {xb->value}, {}, xb->channels, *y};
+    p.attrs["kernel_shape"] = AttrValue(std::vector<int64_t>{(*x)[2], (*x)[3], 1});
+    return std::optional<Plan>(std::move(p));
+  }
+
+  Result<std::optional<Plan>> plan_concat(const Node& node) {
+    const auto y = dims4(node.output(0));
+    const int64_t axis = AttrReader(node).get_int("axis");
+    if (!y || (axis != 1 && axis != -3)) return std::optional<Plan>();
+    bool any_blocked = false;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const auto d = dims4(node.input(i));
+      if (!d) return std::optional<Plan>();
+      // Channels of every input but the last must fill whole blocks, or the next input's
+      // channels would not start at a block boundary.
+      if (i + 1 < node.inputs().size() && padded((*d)[1])) return std::optional<Plan>();
+      any_blocked |= blocked(node.input(i)) != nullptr;
+    }
+    if (!any_blocked) return std::optional<Plan>();
+    Plan p{"Concat", "", {}, node.attrs, (*y)[1], *y};
+    // Channels are blocks (axis 1) of whole blocks, or the lanes (axis 4) of one block.
+    p.attrs["axis"] = AttrValue(int64_t{block_ == 0 ? 4 : 1});
+    for (Value* in : node.inputs()) {
+      OPFUSE_ASSIGN_OR_RETURN(Value * b, to_blocked(in));
+      p.inputs.push_back(b);
+    }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  Result<std::optional<Plan>> plan_resize(const Node& node) {
+    const BlockedValue* xb = blocked(node.input(0));
+    const auto y = dims4(node.output(0));
+    if (xb == nullptr || !y) return std::optional<Plan>();
+    const AttrReader attrs(node);
+    const std::string mode = attrs.get_string("mode");
+    if ((mode != "nearest" && mode != "linear") ||
+        attrs.get_string("coordinate_transformation_mode") == "tf_crop_and_resize") {
+      return std::optional<Plan>();
+    }
+    Plan p{"Resize", "", {xb->value, nullptr, nullptr, nullptr}, node.attrs, xb->channels, *y};
+    const Tensor* scales = node.has_input(2) ? constant_data(node.input(2)) : nullptr;
+    const Tensor* sizes = node.has_input(3) ? constant_data(node.input(3)) : nullptr;
+    if (scales != nullptr && scales->numel() == 4 && scales->dtype() == DType::kF32) {
+      std::vector<float> s = scales->to_float_vector();
+      if (s[0] != 1.0f || s[1] != 1.0f) return std::optional<Plan>();
+      s.push_back(1.0f);
+      p.inputs[2] = graph_.add_constant(node.input(2)->name() + suffix_, Tensor::from_vector<float>({5}, s));
+    } else if (sizes != nullptr && sizes->numel() == 4) {
+      std::vector<int64_t> s = sizes->to_int_vector();
+      if (s[1] != xb->channels) return std::optional<Plan>();
+      const int64_t l = lanes(s[1]);
+      s[1] = ceil_div(s[1], l);
+      s.push_back(l);
+      p.inputs[3] = graph_.add_constant(node.input(3)->name() + suffix_, Tensor::from_vector<int64_t>({5}, s));
+    } else {
+      return std::optional<Plan>();
+    }
+    if (p.inputs[3] == nullptr) p.inputs.pop_back();
+    return std::optional<Plan>(std::move(p));
+  }
+
+  Result<std::optional<Plan>> plan_elementwise(const Node& node) {
+    const auto y = dims4(node.output(0));
+    const FusionKind kind = node.def().kind;
+    if (!y || (kind != FusionKind::kElementwise && kind != FusionKind::kBroadcast)) {
+      return std::optional<Plan>();
+    }
+    const int64_t c = (*y)[1];
+    if (padded(c) && !finite_preserving(node.op_type())) return std::optional<Plan>();
+    bool any_blocked = false;
+    for (const Value* in : node.inputs()) any_blocked |= in != nullptr && blocked(in) != nullptr;
+    if (!any_blocked) return std::optional<Plan>();
+    Plan p{node.op_type(), "", {}, node.attrs, c, *y};
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      Value* in = node.input(i);
+      if (in == nullptr) {
+        p.inputs.push_back(nullptr);
+        continue;
+      }
+      if (in->dtype != DType::kF32) return std::optional<Plan>();
+      if (const BlockedValue* b = blocked(in)) {
+        if (b->channels != c) return std::optional<Plan>();
+        p.inputs.push_back(b->value);
+        continue;
+      }
+      const auto d = known_dims(in);
+      if (!d) return std::optional<Plan>();
+      if (const Tensor* t = constant_data(in)) {
+        if (t->numel() == 1) {
+          p.inputs.push_back(in);
+        } else if (is_per_channel(*d, c) && t->dtype() == DType::kF32) {
+          p.inputs.push_back(blocked_constant(in, *t, c, 0.0f));
+        } else {
+          return std::optional<Plan>();
+        }
+        continue;
+      }
+      // A plain activation broadcast against the output: same channels, batch and spatial
+      // dims equal or 1.
+      if (d->size() != 4 || (*d)[1] != c) return std::optional<Plan>();
+      for (size_t a : {0, 2, 3}) {
+        if ((*d)[a] != (*y)[a] && (*d)[a] != 1) return std::optional<Plan>();
+      }
+      OPFUSE_ASSIGN_OR_RETURN(Value * b, to_blocked(in));
+      p.inputs.push_back(b);
+    }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  // ------------------------------------------------------------ rewrite
+
+  // Builds the blocked node under `node`'s name, and FromBlocked under its output's name.
+  Status replace(Node* node, Plan plan) {
+    Value* old_out = node->output(0);
+    const std::string node_name = node->name(), out_name = old_out->name();
+    const std::string what = node_label(*node);
+    // Names are unique: park the readers on a placeholder, drop the node and its output, then
+    // build the new nodes under the freed names.
+    Value* hold = graph_.add_value(out_name + "_layout_hold", old_out->dtype, old_out->shape);
+    graph_.replace_all_uses(old_out, hold);
+    OPFUSE_TRY(graph_.remove_node(node));
+    OPFUSE_ASSIGN_OR_RETURN(Node * nb, graph_.add_node(plan.op_type, plan.inputs, {out_name + suffix_},
+                                                       plan.attrs, node_name, plan.domain));
+    Value* yb = nb->output(0);
+    yb->dtype = DType::kF32;
+    yb->shape = make_shape(blocked_dims(plan.out_dims));
+    graph_.remove_dead_values();  // frees `out_name` (plain inputs of nb are in use, so kept)
+    Attributes fa;
+    fa["channels"] = AttrValue(plan.out_channels);
+    OPFUSE_ASSIGN_OR_RETURN(Node * fb, graph_.add_node("FromBlocked", {yb}, {out_name}, fa,
+                                                       node_name + "_to_plain", std::string(kFusedDomain)));
+    Value* plain = fb->output(0);
+    plain->dtype = DType::kF32;
+    plain->shape = make_shape(plan.out_dims);
+    graph_.replace_all_uses(hold, plain);
+    blocked_[plain] = {yb, plan.out_channels};
+    PassDecision d;
+    d.pass = std::string(kPass);
+    d.rule = std::string(kPass);
+    d.what = str_cat(what, block_ == 0 ? " on nhwc" : str_cat(" on nChw", block_, "c"));
+    d.applied = true;
+    d.members = {node_name};
+    d.result = node_name;
+    ctx_.record(std::move(d));
+    return Status::ok();
+  }
+
+  Graph& graph_;
+  PassContext& ctx_;
+  int64_t block_;  // 16, 8, or 0: channels-last
+  std::string suffix_;
+  std::unordered_map<const Value*, BlockedValue> blocked_;
+  std::unordered_map<std::string, Value*> constants_;
+};
+
+}  // namespace
+
+Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
+  // OPFUSE_LAYOUT=nhwc | nchw8c | nchw16c overrides the measured default, for benchmarking.
+  int64_t block = kDefaultBlock;
+  if (const char* env = std::getenv("OPFUSE_LAYOUT")) {
+    const std::string v = env;
+    block = v == "nhwc" ? 0 : v == "nchw8c" ? 8 : v == "nchw16c" ? 16 : block;
+  }
+  return LayoutPass(graph, context, block).run();
+}
+
+}  // namespace opfuse

@@ -1,0 +1,15 @@
+// The fusion families: one file each under src/patterns/, gathered by pattern_list.cc.
+#pragma once
+
+#include <vector>
+
+#include "patterns/pattern.h"
+
+namespace opfuse::patterns {
+
+std::vector<Pattern> gelu_patterns();      // gelu.cc: decomposed GELU (erf, tanh) -> Gelu
+std::vector<Pattern> epilogue_patterns();  // epilogue.cc: anchor + elementwise post-ops
+std::vector<Pattern> anchor_affine_patterns();  // anchor_affine.cc: bias, per-channel scale/shift
+std::vector<Pattern> focus_patterns();     // focus.cc: YOLO Focus (space-to-depth) into the Conv
+
+}  // namespace opfuse::patterns

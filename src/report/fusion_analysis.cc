@@ -1,0 +1,130 @@
+#include "report/fusion_analysis.h"
+
+#include <algorithm>
+
+#include "ops/op_def.h"
+#include "passes/infer_shapes.h"
+
+namespace opfuse {
+namespace {
+
+int64_t bytes_of(const Value* v) {
+  if (v == nullptr || !v->shape) return 0;
+  auto dims = static_dims(*v->shape);
+  if (!dims) return 0;
+  int64_t n = static_cast<int64_t>(dtype_size(v->dtype));
+  for (int64_t d : *dims) n *= d;
+  return n;
+}
+
+Result<Graph> run_level(const Graph& bound, OptLevel level, const PipelineOptions& pipeline,
+                        PassContext& context) {
+  Graph graph = bound.clone();
+  OPFUSE_TRY(run_pipeline(graph, level, pipeline, context));
+  return graph;
+}
+
+}  // namespace
+
+Result<Graph> bind_input_shapes(const Graph& model, const std::map<std::string, int64_t>& dims) {
+  Graph graph = model.clone();
+  for (Value* in : graph.inputs()) {
+    if (!in->shape) {
+      return Status::user_error(str_cat("input '", in->name(), "' has unknown rank; its shape cannot be bound"));
+    }
+    std::vector<int64_t> concrete;
+    for (const Dim& d : *in->shape) {
+      if (d.is_known()) {
+        concrete.push_back(d.value());
+      } else if (d.is_symbolic() && dims.count(d.symbol_name())) {
+        concrete.push_back(dims.at(d.symbol_name()));
+      } else {
+        concrete.push_back(1);
+      }
+    }
+    in->shape = make_shape(concrete);
+  }
+  // Shapes inferred for the symbolic signature are recomputed for the concrete one (as graph
+  // mode does when it compiles per shape).
+  for (Value* v : graph.values()) {
+    if (v->producer() != nullptr && !v->is_graph_output()) v->shape.reset();
+  }
+  OPFUSE_TRY(infer_shapes(graph));
+  return graph;
+}
+
+Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const PipelineOptions& pipeline,
+                                      const std::map<std::string, int64_t>& dims) {
+  OPFUSE_ASSIGN_OR_RETURN(Graph bound, bind_input_shapes(model, dims));
+  FusionAnalysis analysis;
+  analysis.level = level;
+  analysis.config = pipeline.fusion;
+  PipelineOptions plain;  // O0 rewrites nothing the user could switch
+  PassContext ignored;
+  OPFUSE_ASSIGN_OR_RETURN(analysis.before, run_level(bound, OptLevel::kO0, plain, ignored));
+  OPFUSE_ASSIGN_OR_RETURN(analysis.after, run_level(bound, level, pipeline, analysis.context));
+  return analysis;
+}
+
+Result<FusionAnalysis> analyze_fusion_standard_only(const Graph& model, OptLevel level,
+                                                    const PipelineOptions& pipeline,
+                                                    const std::map<std::string, int64_t>& dims,
+                                                    std::vector<std::string>& disabled) {
+  PipelineOptions options = pipeline;
+  for (int round = 0; round < 16; ++round) {
+    OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis a, analyze_fusion(model, level, options, dims));
+    std::vector<const Node*> custom;
+    for (const Node* n : a.after.nodes()) {
+      if (!n->domain().empty()) custom.push_back(n);
+    }
+    if (custom.empty()) return a;
+    // The last applied decision naming a custom node as its result made it what it is now
+    // (a BN fold into the same Conv earlier made a standard Conv): switch that rule off, rerun.
+    size_t before = disabled.size();
+    for (const Node* n : custom) {
+      const PassDecision* last = nullptr;
+      for (const PassDecision& d : a.context.decisions) {
+        if (d.applied && d.result == n->name()) last = &d;
+      }
+      if (last == nullptr) continue;
+      const std::string rule = last->rule.empty() ? last->pass : last->rule;
+      if (options.fusion.disabled_rules.insert(rule).second) disabled.push_back(rule);
+    }
+    if (disabled.size() == before) {
+      return Status::user_error(str_cat(custom.front()->describe(), " is outside the standard ONNX domain and no "
+                                        "fusion rule recorded creating it; cannot export standard ops only"));
+    }
+  }
+  return Status::internal_error("standard-only export did not converge");
+}
+
+bool runs_kernel(const Node& node) {
+  const Value* out0 = node.output(0);
+  if (!node.def().traits.output_is_view || !node.has_input(0) || out0 == nullptr ||
+      out0->is_graph_output()) {
+    return true;
+  }
+  for (size_t i = 1; i < node.outputs().size(); ++i) {
+    const Value* v = node.output(i);
+    if (v && (!v->uses().empty() || v->is_graph_output())) return true;
+  }
+  return false;
+}
+
+int64_t estimated_traffic_bytes(const Graph& graph) {
+  int64_t total = 0;
+  for (const Node* node : graph.nodes()) {
+    if (!runs_kernel(*node)) continue;
+    for (const Value* in : node->inputs()) total += bytes_of(in);
+    for (const Value* out : node->outputs()) total += bytes_of(out);
+  }
+  return total;
+}
+
+size_t count_kernels(const Graph& graph) {
+  size_t n = 0;
+  for (const Node* node : graph.nodes()) n += runs_kernel(*node);
+  return n;
+}
+
+}  // namespace opfuse

@@ -1,0 +1,56 @@
+// Fused vs unfused: run eager mode (the oracle) and a level on the same inputs, compare every
+// output (`opfuse validate`), and when a level fails, find the fusion that breaks it (--bisect):
+// first the rule (every rule the level applied switched off, then each one on alone, then
+// cumulatively), then the fused kernel within that rule (binary search with node-name
+// exclusions).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+
+namespace opfuse {
+
+struct Tolerance {
+  double rtol = 1e-4;  // relative to the largest reference magnitude (runtime/compare.h)
+  double atol = 1e-6;
+};
+
+struct OutputDiff {
+  std::string name;
+  double max_abs = 0;  // max |got - want|
+  double max_rel = 0;  // max |got - want| / max |want|
+  bool ok = true;      // max_abs <= atol + rtol * max |want| (NaN only where the reference has one)
+};
+
+struct ValidationResult {
+  std::vector<OutputDiff> outputs;
+  bool ok = true;
+};
+
+ValidationResult compare_outputs(const TensorMap& got, const TensorMap& want, const Tolerance& tol);
+
+// Runs `options` (graph mode, its level and fusion config) on a clone of `model` and compares
+// with `reference` (eager outputs).
+Result<ValidationResult> validate_against(const Graph& model, const SessionOptions& options,
+                                          const TensorMap& inputs, const TensorMap& reference,
+                                          const Tolerance& tol);
+
+struct BisectResult {
+  bool level_fails = false;     // false: nothing to bisect
+  bool fusion_at_fault = false;  // false: it fails with every fusion rule off too
+  std::string rule;              // the rule whose enabling breaks tolerance
+  bool rule_alone = true;        // false: it breaks only together with the rules enabled before it
+  std::vector<std::string> nodes;      // the members of the guilty fused kernel (when found)
+  std::vector<std::string> decisions;  // what the rule did to them
+  std::string summary;           // one paragraph for the user
+  int compilations = 0;
+};
+
+// `log` (optional) gets one line per trial.
+Result<BisectResult> bisect_fusion(const Graph& model, const SessionOptions& options, const TensorMap& inputs,
+                                   const Tolerance& tol, std::ostream* log = nullptr);
+
+}  // namespace opfuse

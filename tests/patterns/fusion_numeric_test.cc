@@ -1,0 +1,309 @@
+// Every pattern family, numerically: the graph run unfused (eager, reference kernels) against the
+// same graph after fuse_patterns run eagerly (the fused ops' reference kernels: the rewrite's
+// algebra) and in graph mode at O2 (the oneDNN kernels with post-ops); max relative difference
+// <= 1e-4 (runtime/compare.h). Plus the structure each rewrite must leave.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/random.h"
+#include "ir/text_format.h"
+#include "kernels/kernel.h"
+#include "ops/op_def.h"
+#include "passes/infer_shapes.h"
+#include "passes/pass.h"
+#include "runtime/compare.h"
+#include "runtime/eager.h"
+#include "runtime/session.h"
+
+namespace opfuse {
+namespace {
+
+Tensor random_tensor(const std::vector<int64_t>& dims, uint64_t seed) {
+  Tensor t = Tensor::zeros(DType::kF32, dims).value();
+  Random rng(seed);
+  fill_uniform(t, rng, -1, 1);
+  return t;
+}
+
+// Random constants for every elided one (`const elided` in the text).
+Graph parse(const std::string& text) {
+  ParseOptions options;
+  options.elided_constants = ParseOptions::Elided::kPattern;
+  auto g = parse_graph(text, options);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  Graph graph = std::move(g).value();
+  uint64_t seed = 100;
+  for (Value* v : graph.values()) {
+    if (v->is_constant() && v->dtype == DType::kF32 && v->constant()->numel() > 8) {
+      graph.set_constant(v, random_tensor(v->constant()->dims(), ++seed));
+    }
+  }
+  EXPECT_TRUE(infer_shapes(graph).is_ok());
+  return graph;
+}
+
+std::map<std::string, int> op_counts(const Graph& g) {
+  std::map<std::string, int> out;
+  for (const Node* n : g.nodes()) ++out[n->op_type()];
+  return out;
+}
+
+TensorMap random_inputs(const Graph& g) {
+  TensorMap out;
+  uint64_t seed = 7;
+  for (const Value* v : g.inputs()) {
+    if (v->is_constant()) continue;
+    out[v->name()] = random_tensor(*static_dims(*v->shape), ++seed);
+  }
+  return out;
+}
+
+// Runs the three ways; returns the fused graph's op histogram.
+std::map<std::string, int> check_fusion(const std::string& text) {
+  Graph original = parse(text);
+  const TensorMap inputs = random_inputs(original);
+  auto want = run_eager(original, inputs);
+  EXPECT_TRUE(want.is_ok()) << want.status().message();
+  if (!want.is_ok()) return {};
+
+  Graph fused = original.clone();
+  PassContext ctx;
+  PipelineOptions options;
+  options.verify_after_each = true;
+  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
+  const Status s = run_pipeline(fused, OptLevel::kO2, options, ctx);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  auto got = run_eager(fused, inputs);
+  EXPECT_TRUE(got.is_ok()) << got.status().message();
+  if (got.is_ok()) {
+    EXPECT_LE(max_relative_difference(*got, *want), 1e-4) << "eager, fused";
+  }
+
+  SessionOptions so;
+  so.mode = ExecutionMode::kGraph;
+  so.level = OptLevel::kO2;
+  auto session = Session::create(original.clone(), so);
+  EXPECT_TRUE(session.is_ok()) << session.status().message();
+  if (session.is_ok()) {
+    auto out = session->run(inputs);
+    EXPECT_TRUE(out.is_ok()) << out.status().message();
+    if (out.is_ok()) {
+      EXPECT_LE(max_relative_difference(*out, *want), 1e-4) << "graph mode O2";
+    }
+  }
+  return op_counts(fused);
+}
+
+// The oneDNN kernel the compiled plan picks for each fused node of the fused graph.
+std::vector<std::string> kernels_of(const std::string& text, const std::string& op) {
+  Graph g = parse(text);
+  PassContext ctx;
+  PipelineOptions options;
+  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
+  EXPECT_TRUE(run_pipeline(g, OptLevel::kO2, options, ctx).is_ok());
+  std::vector<std::string> out;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() != op) continue;
+    std::vector<const Tensor*> constants;
+    for (const Value* v : n->inputs()) constants.push_back(v ? v->constant() : nullptr);
+    auto kernel = create_kernel(KernelCompileContext{*n, constants, 1});
+    out.push_back(kernel.is_ok() ? std::string((*kernel)->name()) : kernel.status().message());
+  }
+  return out;
+}
+
+const char* kGeluErf = R"(graph @main opset 13 (%x: f32[2,8,16]) {
+  %s2: f32[] = const [1.4142135]
+  %one: f32[] = const [1]
+  %half: f32[] = const [0.5]
+  %d: f32[2,8,16] = Div(%x, %s2)
+  %e: f32[2,8,16] = Erf(%d)
+  %a: f32[2,8,16] = Add(%e, %one)
+  %m: f32[2,8,16] = Mul(%x, %a)
+  %y: f32[2,8,16] = Mul(%m, %half)
+  return %y
+})";
+
+TEST(FusionNumericTest, GeluErfAndTanh) {
+  auto counts = check_fusion(kGeluErf);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"Gelu", 1}}));
+  counts = check_fusion(R"(graph @main opset 13 (%x: f32[4,32]) {
+  %three: f32[] = const [3]
+  %c: f32[] = const [0.044715]
+  %k: f32[] = const [0.7978846]
+  %one: f32[] = const [1]
+  %half: f32[] = const [0.5]
+  %p: f32[4,32] = Pow(%x, %three)
+  %pc: f32[4,32] = Mul(%c, %p)
+  %in: f32[4,32] = Add(%x, %pc)
+  %ik: f32[4,32] = Mul(%in, %k)
+  %t: f32[4,32] = Tanh(%ik)
+  %a: f32[4,32] = Add(%t, %one)
+  %hx: f32[4,32] = Mul(%x, %half)
+  %y: f32[4,32] = Mul(%hx, %a)
+  return %y
+})");
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"Gelu", 1}}));
+}
+
+// BERT's feed-forward: MatMul + bias + GELU (decomposed), then MatMul + bias + residual.
+const char* kFeedForward = R"(graph @main opset 13 (%x: f32[1,16,32]) {
+  %w1: f32[32,64] = const elided
+  %b1: f32[64] = const elided
+  %w2: f32[64,32] = const elided
+  %b2: f32[32] = const elided
+  %s2: f32[] = const [1.4142135]
+  %one: f32[] = const [1]
+  %half: f32[] = const [0.5]
+  %h: f32[1,16,64] = MatMul(%x, %w1)
+  %hb: f32[1,16,64] = Add(%b1, %h)
+  %d: f32[1,16,64] = Div(%hb, %s2)
+  %e: f32[1,16,64] = Erf(%d)
+  %a: f32[1,16,64] = Add(%e, %one)
+  %m: f32[1,16,64] = Mul(%hb, %a)
+  %g: f32[1,16,64] = Mul(%m, %half)
+  %o: f32[1,16,32] = MatMul(%g, %w2)
+  %ob: f32[1,16,32] = Add(%o, %b2)
+  %y: f32[1,16,32] = Add(%ob, %x)
+  return %y
+})";
+
+TEST(FusionNumericTest, MatMulBiasGeluAndResidual) {
+  const auto counts = check_fusion(kFeedForward);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"FusedMatMul", 2}}));
+  EXPECT_EQ(kernels_of(kFeedForward, "FusedMatMul"),
+            (std::vector<std::string>{"onednn.fused_matmul", "onednn.fused_matmul"}));
+}
+
+TEST(FusionNumericTest, AttentionScoresScaleAndMaskStaySafe) {
+  // Q K^T / 8 fuses as a linear post-op; the broadcast mask Add is not a residual (refused).
+  const char* text = R"(graph @main opset 13 (%q: f32[2,4,8,16], %k: f32[2,4,16,8], %mask: f32[2,1,1,8]) {
+  %eight: f32[] = const [8]
+  %s: f32[2,4,8,8] = MatMul(%q, %k)
+  %d: f32[2,4,8,8] = Div(%s, %eight)
+  %y: f32[2,4,8,8] = Add(%d, %mask)
+  return %y
+})";
+  const auto counts = check_fusion(text);
+  EXPECT_EQ(counts, (std::map<std::string, int>{{"Add", 1}, {"FusedMatMul", 1}}));
+  EXPECT_EQ(kernels_of(text, "FusedMatMul"), (std::vector<std::string>{"onednn.fused_matmul"}));
+}
+
+TEST(FusionNumericTest, GemmActivationsAndResidual) {
+  for (const char* act : {"Relu(%g)", "Tanh(%g)", "Sigmoid(%g)", "HardSigmoid(%g) {alpha = 0.3}",
+                          "Elu(%g) {alpha = 0.7}", "LeakyRelu(%g) {alpha = 0.2}", "HardSwish(%g)",
+                          "Gelu(%g)", "Gelu(%g) {approximate = \"tanh\"}"}) {
+    SCOPED_TRACE(act);
+    const std::string text = std::string(R"(graph @main opset 13 (%x: f32[8,32], %r: f32[8,16]) {
+  %b: f32[16,32] = const elided
+  %c: f32[16] = const elided
+  %g: f32[8,16] = Gemm(%x, %b, %c) {transB = 1}
+  %a: f32[8,16] = )") + act + R"(
+  %y: f32[8,16] = Add(%r, %a)
+  return %y
+})";
+    EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedGemm", 1}}));
+    EXPECT_EQ(kernels_of(text, "FusedGemm"), (std::vector<std::string>{"onednn.fused_gemm"}));
+  }
+}
+
+TEST(FusionNumericTest, ConvPerChannelScaleShiftAndScalarAfterActivation) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,4,8,8]) {
+  %w: f32[8,4,3,3] = const elided
+  %b: f32[8] = const elided
+  %s: f32[1,8,1,1] = const elided
+  %t: f32[8,1,1] = const elided
+  %two: f32[] = const [2]
+  %c: f32[1,8,8,8] = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}
+  %m: f32[1,8,8,8] = Mul(%s, %c)
+  %a: f32[1,8,8,8] = Sub(%m, %t)
+  %r: f32[1,8,8,8] = Relu(%a)
+  %y: f32[1,8,8,8] = Mul(%r, %two)
+  return %y
+})";
+  EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+  EXPECT_EQ(kernels_of(text, "FusedConv"), (std::vector<std::string>{"onednn.fused_conv"}));
+}
+
+TEST(FusionNumericTest, DepthwiseConvHardSwishAndSilu) {
+  for (const char* tail : {"%y: f32[1,16,8,8] = HardSwish(%c)",
+                           "%sg: f32[1,16,8,8] = Sigmoid(%c)\n  %y: f32[1,16,8,8] = Mul(%sg, %c)",
+                           "%y: f32[1,16,8,8] = Clip(%c, %lo, %hi)",
+                           "%hs: f32[1,16,8,8] = HardSigmoid(%c) {alpha = 0.16666667}\n"
+                           "  %y: f32[1,16,8,8] = Mul(%c, %hs)"}) {
+    SCOPED_TRACE(tail);
+    const std::string text = std::string(R"(graph @main opset 13 (%x: f32[1,16,8,8]) {
+  %w: f32[16,1,3,3] = const elided
+  %lo: f32[] = const [0]
+  %hi: f32[] = const [6]
+  %c: f32[1,16,8,8] = Conv(%x, %w) {group = 16, pads = [1, 1, 1, 1]}
+  )") + tail + "\n  return %y\n}";
+    EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+  }
+}
+
+std::string focus_text(const std::string& conv_attrs, int c, int h, int m, int k) {
+  const int oh = (h / 2 + 2 * (k / 2) - k) + 1;
+  auto t = [](int n, int c, int h, int w) { return str_cat("f32[", n, ",", c, ",", h, ",", w, "]"); };
+  std::string s = str_cat("graph @main opset 13 (%x: ", t(1, c, h, h), ") {\n",
+                          "  %zero: i64[1] = const [0]\n  %one: i64[1] = const [1]\n",
+                          "  %end: i64[1] = const [9223372036854775807]\n  %ah: i64[1] = const [2]\n",
+                          "  %aw: i64[1] = const [-1]\n  %two: i64[1] = const [2]\n",
+                          "  %w: f32[", m, ",", 4 * c, ",", k, ",", k, "] = const elided\n",
+                          "  %b: f32[", m, "] = const elided\n");
+  // YOLOv5's order: (h, w) = (0, 0), (1, 0), (0, 1), (1, 1).
+  const int offsets[4][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+  for (int j = 0; j < 4; ++j) {
+    const char* sh = offsets[j][0] ? "%one" : "%zero";
+    const char* sw = offsets[j][1] ? "%one" : "%zero";
+    s += str_cat("  %a", j, ": ", t(1, c, h / 2, h), " = Slice(%x, ", sh, ", %end, %ah, %two)\n");
+    s += str_cat("  %b", j, ": ", t(1, c, h / 2, h / 2), " = Slice(%a", j, ", ", sw, ", %end, %aw, %two)\n");
+  }
+  s += str_cat("  %s2d: ", t(1, 4 * c, h / 2, h / 2), " = Concat(%b0, %b1, %b2, %b3) {axis = 1}\n");
+  s += str_cat("  %cv: ", t(1, m, oh, oh), " = Conv(%s2d, %w, %b) {", conv_attrs, "}\n");
+  s += str_cat("  %sg: ", t(1, m, oh, oh), " = Sigmoid(%cv)\n");
+  s += str_cat("  %y: ", t(1, m, oh, oh), " = Mul(%cv, %sg)\n  return %y\n}");
+  return s;
+}
+
+TEST(FusionNumericTest, FocusBecomesOneStrideTwoConv) {
+  // YOLOv5's Focus: 3 channels, 3x3 conv with pads 1, then SiLU.
+  const std::string text = focus_text("pads = [1, 1, 1, 1]", 3, 16, 8, 3);
+  EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+  Graph g = parse(text);
+  PassContext ctx;
+  PipelineOptions options;
+  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
+  ASSERT_TRUE(run_pipeline(g, OptLevel::kO2, options, ctx).is_ok());
+  const Node* conv = g.nodes().back();
+  EXPECT_EQ(AttrReader(*conv).get_ints("kernel_shape"), (std::vector<int64_t>{6, 6}));
+  EXPECT_EQ(AttrReader(*conv).get_ints("strides"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(AttrReader(*conv).get_ints("pads"), (std::vector<int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(conv->input(0)->name(), "x");
+  // 1x1 conv, no padding.
+  EXPECT_EQ(check_fusion(focus_text("kernel_shape = [1, 1]", 2, 8, 4, 1)),
+            (std::map<std::string, int>{{"FusedConv", 1}}));
+}
+
+}  // namespace
+}  // namespace opfuse
+
+namespace opfuse {
+namespace {
+
+TEST(FusionNumericTest, ConvTransposeReluAndResidual) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,8,5,5], %r: f32[1,4,10,10]) {
+  %w: f32[8,4,4,4] = const elided
+  %b: f32[4] = const elided
+  %c: f32[1,4,10,10] = ConvTranspose(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]}
+  %a: f32[1,4,10,10] = Relu(%c)
+  %y: f32[1,4,10,10] = Add(%a, %r)
+  return %y
+})";
+  EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConvTranspose", 1}}));
+  EXPECT_EQ(kernels_of(text, "FusedConvTranspose"), (std::vector<std::string>{"onednn.fused_conv_transpose"}));
+}
+
+}  // namespace
+}  // namespace opfuse
