@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/file_io.h"
+
 namespace opfuse {
 namespace {
 
@@ -156,19 +158,10 @@ std::string encode_npy(const Tensor& tensor) {
   return out;
 }
 
-Status write_npy(const std::string& path, const Tensor& tensor) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::user_error(str_cat("cannot write '", tmp, "'"));
-    const std::string bytes = encode_npy(tensor);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return Status::user_error(str_cat("write to '", tmp, "' failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::user_error(str_cat("cannot rename '", tmp, "' to '", path, "': ", ec.message()));
-  return Status::ok();
+// A fixed "<path>.tmp" would clobber a user's file of that name and collide between concurrent
+// writers; write_file_atomically uses a unique temporary name.
+Status write_npy(const std::string& path, const Tensor& tensor, bool overwrite) {
+  return write_file_atomically(path, encode_npy(tensor), overwrite);
 }
 
 }  // namespace opfuse

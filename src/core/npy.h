@@ -12,8 +12,9 @@ namespace opfuse {
 // truncated data ...).
 Result<Tensor> read_npy(const std::string& path);
 Result<Tensor> parse_npy(std::string_view bytes, const std::string& what);
-// Writes atomically (temporary file renamed into place).
-Status write_npy(const std::string& path, const Tensor& tensor);
+// Writes atomically (core/file_io.h: a unique temporary file renamed into place); an existing
+// file is replaced only with `overwrite`.
+Status write_npy(const std::string& path, const Tensor& tensor, bool overwrite = true);
 std::string encode_npy(const Tensor& tensor);
 
 }  // namespace opfuse

@@ -120,15 +120,20 @@ Result<Tensor> Tensor::cast(DType to) const {
       using D = decltype(dst_tag);
       const S* src = data<S>();
       D* dst = out.data<D>();
+      // Integer -> integer keeps 64-bit precision. (The test on S is its own `if constexpr`:
+      // clang checks `src[i] != 0` for S = Half otherwise, as it does not depend on D.)
+      auto via_double = [&](int64_t i) { dst[i] = element_from_double<D>(element_to_double(src[i])); };
       for (int64_t i = 0; i < numel_; ++i) {
-        if constexpr (std::is_integral_v<S> && std::is_integral_v<D>) {
+        if constexpr (std::is_integral_v<S>) {
           if constexpr (std::is_same_v<D, bool>) {
             dst[i] = src[i] != 0;
+          } else if constexpr (std::is_integral_v<D>) {
+            dst[i] = static_cast<D>(src[i]);
           } else {
-            dst[i] = static_cast<D>(src[i]);  // integer -> integer keeps 64-bit precision
+            via_double(i);
           }
         } else {
-          dst[i] = element_from_double<D>(element_to_double(src[i]));
+          via_double(i);
         }
       }
     });

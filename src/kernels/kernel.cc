@@ -28,6 +28,16 @@ class ReferenceKernel final : public Kernel {
       const Tensor& produced = ctx.outputs()[i];
       if (produced.raw_data() == outputs[i]->raw_data()) continue;
       if (produced.dtype() != outputs[i]->dtype() || produced.dims() != outputs[i]->dims()) {
+        // Graph mode plans a graph output whose shape depends on input values (Tile's repeats,
+        // Reshape's shape given as inputs) from the model's declaration; data contradicting it
+        // is the user's, not a bug. Planned intermediates are inferred by opfuse: a bug.
+        const Value* value = i < node_.outputs().size() ? node_.output(i) : nullptr;
+        if (value != nullptr && value->is_graph_output()) {
+          return Status::user_error(str_cat(node_.describe(), ": for these input values output '",
+                                            value->name(), "' is ", produced.type_string(),
+                                            ", but the model declares it ",
+                                            outputs[i]->type_string()));
+        }
         return Status::internal_error(str_cat(node_.describe(), ": output ", i, " is ",
                                               produced.type_string(), " but was planned as ",
                                               outputs[i]->type_string()));

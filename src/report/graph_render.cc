@@ -144,11 +144,14 @@ std::vector<std::string> side_by_side_pages(const RenderedViews& views) {
 
 Result<std::string> run_graphviz(const std::string& dot, const std::string& format) {
   namespace fs = std::filesystem;
-  char in_path[] = "/tmp/opfuse_viz_XXXXXX";
-  const int fd = mkstemp(in_path);
-  if (fd < 0) return Status::user_error("cannot create a temporary file for Graphviz");
-  close(fd);
-  const std::string out_path = std::string(in_path) + "." + format;
+  // Both files live in a fresh private directory (mkdtemp: mode 0700): a predictable output name
+  // next to a mkstemp file in the shared /tmp could be pre-created as a symlink by another user,
+  // and dot would write through it.
+  char dir_template[] = "/tmp/opfuse_viz_XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) return Status::user_error("cannot create a temporary directory for Graphviz");
+  const std::string dir = dir_template;
+  const std::string in_path = dir + "/graph.dot";
+  const std::string out_path = dir + "/graph." + format;
   {
     std::ofstream in(in_path, std::ios::binary);
     in << dot;
@@ -163,16 +166,15 @@ Result<std::string> run_graphviz(const std::string& dot, const std::string& form
   }
   const int status = pipe ? pclose(pipe) : -1;
   std::error_code ec;
-  fs::remove(in_path, ec);
   if (status != 0) {
-    fs::remove(out_path, ec);
+    fs::remove_all(dir, ec);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (code == 127) return Status::user_error("Graphviz 'dot' was not found; install graphviz or write .dot");
     return Status::user_error(str_cat("Graphviz 'dot' failed: ", messages));
   }
   std::ifstream out(out_path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-  fs::remove(out_path, ec);
+  fs::remove_all(dir, ec);
   return bytes;
 }
 

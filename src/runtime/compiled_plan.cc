@@ -33,6 +33,7 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   if (!memory_plan_is_valid(plan->buffers_, plan->memory_)) {
     return Status::internal_error("memory plan assigned overlapping buffers");
   }
+  OPFUSE_TRY(plan->check_arena_size());
   return plan;
 }
 
@@ -97,7 +98,14 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
       if (output_index.count(out)) {
         outputs.push_back(add_slot(out, Slot{SlotKind::kGraphOutput, output_index[out], nullptr, out->dtype, dims}));
       } else {
-        const int64_t bytes = numel_of(dims) * static_cast<int64_t>(dtype_size(out->dtype));
+        OPFUSE_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(dims, str_cat("value '", out->name(), "'")));
+        const auto elem = static_cast<int64_t>(dtype_size(out->dtype));
+        if (static_cast<uint64_t>(numel) > max_allocation_bytes() / static_cast<uint64_t>(elem)) {
+          return Status::user_error(str_cat(node->describe(), ": output '", out->name(), "' (",
+                                            out->type_string(), ") needs more than the allocation cap of ",
+                                            max_allocation_bytes(), " bytes"));
+        }
+        const int64_t bytes = numel * elem;
         buffers_.push_back(BufferRequest{bytes, step_index, step_index});
         outputs.push_back(add_slot(out, Slot{SlotKind::kArena, static_cast<int>(buffers_.size() - 1),
                                              nullptr, out->dtype, dims}));
@@ -148,6 +156,20 @@ void CompiledPlan::plan_in_place() {
   }
 }
 
+// Shapes bound at run time (a huge symbolic batch) can make the arena larger than the allocation
+// cap: a user error naming the sizes, checked at compile time and again before each run (the cap
+// is process-wide and may have been lowered since).
+Status CompiledPlan::check_arena_size() const {
+  if (static_cast<uint64_t>(memory_.arena_bytes) <= max_allocation_bytes()) return Status::ok();
+  std::string inputs;
+  for (const Value* v : graph_->inputs()) {
+    inputs += str_cat(inputs.empty() ? "" : ", ", v->name(), ": ", v->type_string());
+  }
+  return Status::user_error(str_cat("the memory plan for inputs ", inputs, " needs an arena of ",
+                                    memory_.arena_bytes, " bytes, above the allocation cap of ",
+                                    max_allocation_bytes(), " bytes"));
+}
+
 std::unique_ptr<CompiledPlan::Arena> CompiledPlan::acquire_arena() const {
   {
     std::lock_guard lock(pool_mutex_);
@@ -196,6 +218,7 @@ Result<TensorMap> CompiledPlan::run_timed(const TensorMap& inputs, std::vector<S
 }
 
 Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const {
+  OPFUSE_TRY(check_arena_size());
   std::unique_ptr<Arena> arena = acquire_arena();
   std::vector<Tensor> outputs(graph_->outputs().size());
   // Bind graph inputs and fresh output tensors (and the views aliasing them).

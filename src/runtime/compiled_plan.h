@@ -76,6 +76,7 @@ class CompiledPlan {
   void plan_in_place();
   Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const;
   std::unique_ptr<Arena> acquire_arena() const;
+  Status check_arena_size() const;
   void release_arena(std::unique_ptr<Arena> arena) const;
 
   std::shared_ptr<const Graph> graph_;

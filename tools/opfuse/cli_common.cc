@@ -26,6 +26,22 @@ Result<std::pair<std::string, std::string>> split_assignment(const std::string& 
 
 }  // namespace
 
+void add_limit_flags(CLI::App* cmd, LimitFlags& flags) {
+  cmd->add_option("--max-weight-bytes", flags.max_weight_bytes,
+                  "refuse models whose weights together need more bytes (0: no cap)");
+  cmd->add_option("--max-alloc-bytes", flags.max_alloc_bytes,
+                  "refuse any single tensor or arena above this many bytes, when loading and "
+                  "running (0: the default cap, 16 GiB)");
+}
+
+Result<Graph> load_model(const std::string& path, const LimitFlags& flags) {
+  if (flags.max_alloc_bytes != 0) set_max_allocation_bytes(flags.max_alloc_bytes);
+  OnnxLoadOptions options;
+  options.max_weight_bytes = flags.max_weight_bytes;
+  options.max_tensor_bytes = flags.max_alloc_bytes;
+  return load_onnx_file(path, options);
+}
+
 void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view default_level) {
   cmd->add_option("--mode", flags.mode, "eager (op by op, reference kernels) or graph (compiled)")
       ->default_val("graph");
@@ -47,6 +63,7 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view defa
   cmd->add_flag("--print-after-all", flags.print_after_all,
                 "print the graph (text IR) after every pass that changed it, to stderr");
   cmd->add_option("--passes", flags.passes, "run exactly these passes (comma-separated) instead of the level's pipeline");
+  add_limit_flags(cmd, flags.limits);
 }
 
 Result<OptLevel> effective_level(const SessionFlags& flags) {
@@ -188,7 +205,7 @@ Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlag
                                      const std::vector<std::string>& dims) {
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(model));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
   return analyze_fusion(graph, options.level, options.pipeline, symbols);
 }
 
@@ -203,7 +220,7 @@ Status load_custom_op_libs(const std::vector<std::string>& libs) {
 
 Result<Session> open_session(const std::string& model, const SessionFlags& flags) {
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(model));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
   return Session::create(std::move(graph), options);
 }
 

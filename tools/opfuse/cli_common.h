@@ -11,8 +11,18 @@
 
 namespace opfuse::cli {
 
-// --mode --level --threads --print-after-all --passes: how every running command builds its
-// Session.
+// --max-weight-bytes --max-alloc-bytes: caps that make a hostile model (or a huge symbolic dim)
+// an error instead of exhausting memory. Every command that loads a model takes them.
+struct LimitFlags {
+  uint64_t max_weight_bytes = 0;  // all weights of the model together; 0: no cap
+  uint64_t max_alloc_bytes = 0;   // any one tensor or arena, at load and run time; 0: the default
+};
+void add_limit_flags(CLI::App* cmd, LimitFlags& flags);
+// Applies the allocation cap (process-wide) and loads the model with the weight caps.
+Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
+
+// --mode --level --threads --print-after-all --passes (and the limit flags): how every running
+// command builds its Session.
 // The fusion flags (--disable RULE, --enable-only RULE, --disable-op TYPE, --exclude GLOB,
 // --region-threshold, --max-region-nodes, --memory-budget, --fusion-config FILE) fill
 // SessionOptions::pipeline.fusion; flags add to (and numbers override) the config file's values.
@@ -26,6 +36,7 @@ struct SessionFlags {
   std::string region_threshold, max_region_nodes, memory_budget;  // empty: not given
   std::string fusion_config;  // JSON file (passes/fusion_config_json.h)
   const CLI::Option* level_option = nullptr;  // set by add_session_flags: was --level given?
+  LimitFlags limits;
 };
 void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view default_level = "O1");
 Result<SessionOptions> session_options(const SessionFlags& flags);

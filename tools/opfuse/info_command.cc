@@ -15,6 +15,7 @@ struct InfoArgs {
   std::string level;  // empty: the model as imported only
   std::vector<std::string> dims;
   bool steps = false;
+  LimitFlags limits;
 };
 
 // Compiles the model at a level (symbolic dims bound by --dim, else 1) and prints what graph
@@ -22,6 +23,7 @@ struct InfoArgs {
 Status print_compiled(const InfoArgs& args, const ModelSummary& summary) {
   SessionFlags flags;
   flags.level = args.level;
+  flags.limits = args.limits;
   OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(args.model, flags));
   InputFlags input_flags;
   input_flags.random = true;
@@ -62,9 +64,10 @@ Action add_info_command(CLI::App& app) {
   cmd->add_option("MODEL", args->model, "ONNX model file")->required();
   cmd->add_option("--level", args->level, "also compile at O0..O3 and print kernels per run, arena and pass decisions");
   cmd->add_option("--dim", args->dims, "SYMBOL=N: size of a symbolic dim when compiling (default 1)");
+  add_limit_flags(cmd, args->limits);
   cmd->add_flag("--steps", args->steps, "with --level: list every step and the kernel chosen for it");
   return [args]() -> Status {
-    OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(args->model));
+    OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(args->model, args->limits));
     const ModelSummary summary = summarize(graph);
     std::cout << "model: " << args->model << "\n" << format_summary(graph, summary);
     if (!args->level.empty()) OPFUSE_TRY(print_compiled(*args, summary));

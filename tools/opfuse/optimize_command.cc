@@ -27,7 +27,7 @@ Status optimize(const OptimizeArgs& args) {
   OPFUSE_TRY(check_can_write_output(args.output, args.force));
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(args.session));
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(args.dims));
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(args.model));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(args.model, args.session.limits));
   std::vector<std::string> disabled;
   FusionAnalysis analysis;
   if (args.standard_only) {

@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "core/file_io.h"
 #include "core/npy.h"
 #include "runtime/session.h"
 
@@ -68,9 +69,7 @@ Status run(const RunArgs& args) {
       }
       owner[file] = sig.name;
       const std::string path = (std::filesystem::path(args.output_dir) / file).string();
-      if (std::filesystem::exists(path) && !args.force) {
-        return Status::user_error(str_cat("'", path, "' exists; pass --force to overwrite it"));
-      }
+      OPFUSE_TRY(check_can_write(path, args.force));
       files[sig.name] = path;
     }
   }
@@ -88,7 +87,9 @@ Status run(const RunArgs& args) {
     const Tensor& t = outputs.at(sig.name);
     print_tensor_summary(sig.name, t);
     if (files.count(sig.name)) {
-      OPFUSE_TRY(write_npy(files[sig.name], t));
+      // Checked above, but a file may have appeared during the run: without --force the write
+      // still refuses (atomically) rather than replace it.
+      OPFUSE_TRY(write_npy(files[sig.name], t, args.force));
       std::printf("    -> %s\n", files[sig.name].c_str());
     }
   }

@@ -26,7 +26,7 @@ Status validate(const ValidateArgs& args) {
   if (args.session.mode != "graph") return Status::user_error("validate compares graph mode with eager; --mode must be graph");
   if (!(args.rtol >= 0) || !(args.atol >= 0)) return Status::user_error("--rtol and --atol must be 0 or more");
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(args.session));
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(args.model));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(args.model, args.session.limits));
   SessionOptions eager_options = options;
   eager_options.mode = ExecutionMode::kEager;
   OPFUSE_ASSIGN_OR_RETURN(Session eager, Session::create(graph.clone(), eager_options));

@@ -25,7 +25,7 @@ AttributeProto::AttributeType effective_type(const AttributeProto& a) {
 }  // namespace
 
 Result<AttrValue> attr_from_proto(const AttributeProto& a, const std::string& base_dir,
-                                  const std::string& who) {
+                                  const std::string& who, TensorBudget* budget) {
   const std::string what = str_cat(who, ": attribute '", a.name(), "'");
   if (!a.ref_attr_name().empty()) {
     return Status::user_error(
@@ -46,7 +46,7 @@ Result<AttrValue> attr_from_proto(const AttributeProto& a, const std::string& ba
     case AttributeProto::STRINGS:
       return AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()));
     case AttributeProto::TENSOR: {
-      OPFUSE_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), base_dir, what));
+      OPFUSE_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), base_dir, what, budget));
       return AttrValue(std::move(t));
     }
     case AttributeProto::UNDEFINED:

@@ -7,7 +7,9 @@ Result<Tensor> constant_node_value(const Attributes& attrs, const std::string& w
     return Status::user_error(
         str_cat(who, ": Constant must have exactly one value attribute, it has ", attrs.size()));
   }
-  const auto& [name, value] = *attrs.begin();
+  // Plain references, not a structured binding: clang 14 cannot capture bindings in lambdas.
+  const std::string& name = attrs.begin()->first;
+  const AttrValue& value = attrs.begin()->second;
   auto wrong_type = [&] {
     return Status::user_error(str_cat(who, ": Constant attribute '", name, "' has type ",
                                       attr_type_name(attr_type_of(value))));

@@ -1,5 +1,6 @@
 #include "frontend/onnx/external_data.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +44,33 @@ Status check_location(const std::string& location, const std::string& what) {
   return Status::ok();
 }
 
+// The location passed the textual check, but a symlink (the file, or a directory on the way)
+// can still lead out of the model directory: compare the resolved paths, component by component,
+// and read from the resolved path so a symlink swapped in later is not followed either.
+Status check_inside(const std::string& base_dir, ExternalDataRef& ref, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path base = fs::canonical(base_dir, ec);
+  if (ec) {
+    return Status::user_error(str_cat(what, ": cannot resolve the model directory '", base_dir,
+                                      "': ", ec.message()));
+  }
+  const fs::path target = fs::canonical(ref.path, ec);
+  if (ec) {
+    return Status::user_error(str_cat(what, ": cannot resolve external data file '", ref.path,
+                                      "': ", ec.message()));
+  }
+  auto [base_end, target_it] = std::mismatch(base.begin(), base.end(), target.begin(), target.end());
+  if (base_end != base.end()) {
+    return Status::user_error(str_cat(what, ": external data location '", ref.location,
+                                      "' resolves to '", target.string(),
+                                      "', outside the model directory '", base.string(),
+                                      "' (through a symbolic link)"));
+  }
+  ref.path = target.string();
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ExternalDataRef> resolve_external_data(const onnx::TensorProto& proto,
@@ -72,6 +100,7 @@ Result<ExternalDataRef> resolve_external_data(const onnx::TensorProto& proto,
     return Status::user_error(str_cat(what, ": external data file '", ref.path,
                                       "' does not exist or is not a regular file"));
   }
+  OPFUSE_TRY(check_inside(base_dir, ref, what));
   const uint64_t file_size = std::filesystem::file_size(ref.path, ec);
   if (ec) {
     return Status::user_error(str_cat(what, ": cannot read the size of external data file '",

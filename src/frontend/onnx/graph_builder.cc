@@ -19,8 +19,12 @@ namespace {
 
 class GraphBuilder {
  public:
-  GraphBuilder(const onnx::ModelProto& model, const std::string& base_dir)
-      : proto_(model.graph()), base_dir_(base_dir) {}
+  GraphBuilder(const onnx::ModelProto& model, const std::string& base_dir,
+               const OnnxLoadOptions& options)
+      : proto_(model.graph()), base_dir_(base_dir) {
+    budget_.max_tensor_bytes = options.max_tensor_bytes;
+    budget_.max_total_bytes = options.max_weight_bytes;
+  }
 
   Result<Graph> build(const onnx::ModelProto& model, const OnnxLoadOptions& options) {
     OPFUSE_ASSIGN_OR_RETURN(graph_.opset_imports, read_opset_imports(model));
@@ -29,6 +33,7 @@ class GraphBuilder {
     OPFUSE_TRY(read_initializers());
     OPFUSE_TRY(read_inputs());
     OPFUSE_TRY(check_node_ops());
+    OPFUSE_TRY(check_node_names());
     OPFUSE_ASSIGN_OR_RETURN(std::vector<int> order, node_order());
     for (int index : order) OPFUSE_TRY(read_node(index));
     OPFUSE_TRY(read_outputs());
@@ -85,7 +90,8 @@ class GraphBuilder {
         return Status::user_error(str_cat("initializer at index ", i, " has no name"));
       }
       OPFUSE_ASSIGN_OR_RETURN(
-          Tensor data, tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'")));
+          Tensor data,
+          tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), &budget_));
       OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
     }
     return Status::ok();
@@ -95,8 +101,11 @@ class GraphBuilder {
   // weights at run time (and constant folding and weight layout passes rely on that).
   Status read_inputs() {
     for (const onnx::ValueInfoProto& info : proto_.input()) {
-      if (values_.count(info.name()) && values_.at(info.name())->is_constant()) continue;
       const std::string what = str_cat("graph input '", info.name(), "'");
+      if (values_.count(info.name()) && values_.at(info.name())->is_constant()) {
+        OPFUSE_TRY(check_initializer_type(info, *values_.at(info.name()), what));
+        continue;
+      }
       if (info.name().empty()) return Status::user_error("a graph input has no name");
       OPFUSE_ASSIGN_OR_RETURN(DeclaredType type, declared_type(info, what));
       if (type.dtype == DType::kUndefined) {
@@ -105,6 +114,41 @@ class GraphBuilder {
       Value* v = graph_.add_input(info.name(), type.dtype, type.shape.value_or(Shape{}));
       v->shape = type.shape;  // nullopt when the model gives no shape: rank unknown
       OPFUSE_TRY(define(info.name(), v));
+    }
+    return Status::ok();
+  }
+
+  // A graph input that is also an initializer must declare the initializer's type (when it
+  // declares one): a mismatch means the model is inconsistent, and which one wins is a guess.
+  Status check_initializer_type(const onnx::ValueInfoProto& info, const Value& init,
+                                const std::string& what) const {
+    OPFUSE_ASSIGN_OR_RETURN(DeclaredType type, declared_type(info, what));
+    const Shape actual = init.constant()->shape();
+    bool same = type.dtype == DType::kUndefined || type.dtype == init.dtype;
+    if (same && type.shape) {
+      same = type.shape->size() == actual.size();
+      for (size_t i = 0; same && i < actual.size(); ++i) {
+        same = !(*type.shape)[i].is_known() || (*type.shape)[i] == actual[i];
+      }
+    }
+    if (same) return Status::ok();
+    return Status::user_error(str_cat(
+        what, " is declared ", type.dtype == DType::kUndefined ? "?" : dtype_name(type.dtype),
+        type.shape ? shape_to_string(*type.shape) : "[*]", " but its initializer is ",
+        init.constant()->type_string()));
+  }
+
+  // Node names identify nodes in reports, fusion decisions and --exclude globs, so two nodes
+  // may not share one. (ONNX allows unnamed nodes; they get generated names.)
+  Status check_node_names() const {
+    std::unordered_map<std::string, int> seen;
+    for (int i = 0; i < proto_.node_size(); ++i) {
+      if (proto_.node(i).name().empty()) continue;
+      auto [it, inserted] = seen.emplace(proto_.node(i).name(), i);
+      if (!inserted) {
+        return Status::user_error(str_cat(node_label(i), ": node name '", node_name(i),
+                                          "' is already used by the node at index ", it->second));
+      }
     }
     return Status::ok();
   }
@@ -219,7 +263,7 @@ class GraphBuilder {
     draft.name = node_name(index);
     OPFUSE_ASSIGN_OR_RETURN(draft.opset, node_opset(index));
     for (const auto& a : n.attribute()) {
-      OPFUSE_ASSIGN_OR_RETURN(AttrValue value, attr_from_proto(a, base_dir_, label_));
+      OPFUSE_ASSIGN_OR_RETURN(AttrValue value, attr_from_proto(a, base_dir_, label_, &budget_));
       draft.attrs[a.name()] = std::move(value);
     }
     for (const std::string& in : n.input())
@@ -298,13 +342,14 @@ class GraphBuilder {
   std::unordered_set<std::string> reserved_;        // every value name the model uses
   std::string label_;                               // the node being read, for messages
   std::string original_op_;
+  TensorBudget budget_;  // weight-byte caps from the load options
 };
 
 }  // namespace
 
 Result<Graph> build_graph(const onnx::ModelProto& model, const std::string& base_dir,
                           const OnnxLoadOptions& options) {
-  GraphBuilder builder(model, base_dir);
+  GraphBuilder builder(model, base_dir, options);
   return builder.build(model, options);
 }
 

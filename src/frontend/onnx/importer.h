@@ -21,6 +21,12 @@ namespace opfuse {
 struct OnnxLoadOptions {
   // Run infer_shapes after the import (on by default; off leaves only declared shapes).
   bool infer_shapes = true;
+  // Caps on the model's tensors (initializers, Constant nodes, tensor attributes), in bytes;
+  // 0 means no cap beyond the process-wide allocation cap (core/tensor.h). Each tensor's declared
+  // size is checked against them before it is allocated, so a hostile model fails with an error
+  // naming the tensor instead of exhausting memory.
+  uint64_t max_weight_bytes = 0;  // all tensors of the model together
+  uint64_t max_tensor_bytes = 0;  // any one tensor
 };
 
 // Loads a model file. External data files are looked up next to it.

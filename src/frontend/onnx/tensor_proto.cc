@@ -166,8 +166,23 @@ Result<DType> dtype_from_onnx(int32_t elem_type, const std::string& what) {
       str_cat(what, " has dtype ", onnx_dtype_name(elem_type), ", which is not supported"));
 }
 
+Status TensorBudget::charge(uint64_t bytes, const std::string& what) {
+  if (max_tensor_bytes != 0 && bytes > max_tensor_bytes) {
+    return Status::user_error(str_cat(what, " needs ", bytes,
+                                      " bytes, above the cap of ", max_tensor_bytes,
+                                      " bytes for one tensor"));
+  }
+  if (max_total_bytes != 0 && bytes > max_total_bytes - std::min(used_bytes, max_total_bytes)) {
+    return Status::user_error(str_cat(what, " needs ", bytes, " bytes, which brings the model's ",
+                                      "weights above the cap of ", max_total_bytes,
+                                      " bytes (", used_bytes, " bytes read before it)"));
+  }
+  used_bytes += bytes;
+  return Status::ok();
+}
+
 Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
-                                 const std::string& what) {
+                                 const std::string& what, TensorBudget* budget) {
   if (proto.data_type() == TensorProto::STRING) {
     return Status::user_error(
         str_cat(what, " is a string tensor; string tensors are not supported"));
@@ -193,13 +208,16 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
                                       have));
   };
 
-  // Every size is checked before the allocation below.
+  // Every size is checked before the allocation below: first against the bytes present, then
+  // against the budget.
+  auto charge = [&]() -> Status { return budget ? budget->charge(nbytes, what) : Status::ok(); };
   if (proto.data_location() == TensorProto::EXTERNAL) {
     OPFUSE_ASSIGN_OR_RETURN(ExternalDataRef ref, resolve_external_data(proto, base_dir, what));
     if (ref.length != nbytes) {
       return size_error(str_cat("external data in '", ref.location, "'"), nbytes, ref.length,
                         "bytes");
     }
+    OPFUSE_TRY(charge());
     OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(dtype, dims, what));
     OPFUSE_TRY(read_external_data(ref, t.raw_data(), what));
     if (dtype == DType::kBool) copy_raw(t.raw_data(), t);
@@ -209,6 +227,7 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
     if (proto.raw_data().size() != nbytes) {
       return size_error("raw_data", nbytes, proto.raw_data().size(), "bytes");
     }
+    OPFUSE_TRY(charge());
     OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(dtype, dims, what));
     copy_raw(proto.raw_data().data(), t);
     return t;
@@ -218,6 +237,7 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
     return size_error(typed_field_name(dtype), static_cast<uint64_t>(numel),
                       static_cast<uint64_t>(have), "elements");
   }
+  OPFUSE_TRY(charge());
   OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(dtype, dims, what));
   copy_typed_field(proto, t);
   return t;

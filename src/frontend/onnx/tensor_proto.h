@@ -20,12 +20,22 @@ std::string onnx_dtype_name(int32_t elem_type);
 // user error "<what> has dtype X, which is not supported".
 Result<DType> dtype_from_onnx(int32_t elem_type, const std::string& what);
 
+// Byte caps for the tensors of one model (OnnxLoadOptions::max_weight_bytes/max_tensor_bytes):
+// charged with a tensor's declared size, after that size has been checked against the bytes
+// present and before anything is allocated. 0 means no cap.
+struct TensorBudget {
+  uint64_t max_tensor_bytes = 0;
+  uint64_t max_total_bytes = 0;
+  uint64_t used_bytes = 0;
+  Status charge(uint64_t bytes, const std::string& what);
+};
+
 // Converts a TensorProto. `what` names it in errors ("initializer 'w'"). Sizes are checked
 // against the dims before anything is allocated, so a hostile header cannot trigger a huge
 // allocation. External data is read relative to `base_dir`; an empty base_dir means the model
-// has no directory and external data is refused.
+// has no directory and external data is refused. `budget`, when given, is charged first.
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
-                                 const std::string& what);
+                                 const std::string& what, TensorBudget* budget = nullptr);
 
 // Reads a serialized TensorProto file (the conformance tests' input_N.pb / output_N.pb).
 Result<Tensor> read_tensor_file(const std::string& path);
