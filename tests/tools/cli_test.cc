@@ -202,13 +202,13 @@ TEST_F(CliTest, DemoRunsAndReportsWhatItDid) {
                            "kernels:", "pictures:", "demo finished"}) {
     EXPECT_NE(r.output.find(text), std::string::npos) << text << " in " << r.output;
   }
-  for (const char* file : {"resnet50.before.dot", "resnet50.after.dot", "deeplabv3.before.dot",
-                           "deeplabv3.after.dot"}) {
+  for (const char* file : {"resnet50.svg", "resnet50.html", "deeplabv3.svg", "deeplabv3.html"}) {
     EXPECT_TRUE(fs::exists(fs::path(out) / file)) << file;
   }
-  std::ifstream dot(fs::path(out) / "resnet50.after.dot");
-  std::string text((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text.rfind("digraph", 0), 0u);
+  std::ifstream svg(fs::path(out) / "resnet50.svg");
+  std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("after (O3)"), std::string::npos);
   // Never overwrites without --force, and says so before running anything.
   CommandResult again = run_cli("demo --quick --models resnet50 --out " + out);
   EXPECT_EQ(again.exit_code, 1) << again.output;

@@ -13,8 +13,10 @@
 #include "commands.h"
 #include "core/file_io.h"
 #include "core/random.h"
-#include "demo_picture.h"
 #include "frontend/builder/models.h"
+#include "report/fusion_analysis.h"
+#include "report/fusion_report.h"
+#include "report/graph_render.h"
 #include "report/model_summary.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
@@ -187,13 +189,22 @@ Status demo_one(const DemoModel& model, const DemoArgs& args, bool* all_match) {
   std::printf("   validation: every level %s eager (worst max rel diff %.2e, tolerance %.0e)\n",
               match ? "matches" : "DOES NOT match", worst, kTolerance);
 
+  // The pictures come from the same analysis `opfuse viz` renders: the graph before fusion and
+  // at the best level side by side (SVG), and one HTML page with both and the full report.
+  OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis analysis, analyze_fusion(graph, OptLevel::kO3, PipelineOptions{}));
+  const FusionReport report = make_fusion_report(analysis);
+  const RenderedViews views = prepare_views(analysis, report);
   const std::filesystem::path dir(args.out_dir);
-  const std::string before = (dir / (model.key + ".before.dot")).string();
-  const std::string after = (dir / (model.key + ".after.dot")).string();
-  OPFUSE_TRY(write_file_atomically(before, graph_to_dot(graph, model.title + ": as built"), args.force));
-  OPFUSE_TRY(write_file_atomically(
-      after, graph_to_dot(best.plan->graph(), str_cat(model.title, ": after ", best.config)), args.force));
-  std::printf("   pictures: %s, %s (render with: dot -Tsvg FILE -o FILE.svg)\n\n", before.c_str(), after.c_str());
+  const std::string svg_path = (dir / (model.key + ".svg")).string();
+  const std::string html_path = (dir / (model.key + ".html")).string();
+  const std::vector<std::string> pages = side_by_side_pages(views);
+  OPFUSE_ASSIGN_OR_RETURN(std::string svg, run_graphviz(pages.at(0), "svg"));
+  OPFUSE_ASSIGN_OR_RETURN(std::string html, render_html(views, report, model.title));
+  OPFUSE_TRY(write_file_atomically(svg_path, svg, args.force));
+  OPFUSE_TRY(write_file_atomically(html_path, html, args.force));
+  const std::string page_note = pages.size() > 1 ? str_cat(", page 1 of ", pages.size()) : "";
+  std::printf("   pictures: %s (before and after side by side%s), %s (both graphs and the full report)\n\n",
+              svg_path.c_str(), page_note.c_str(), html_path.c_str());
   return Status::ok();
 }
 
@@ -224,7 +235,7 @@ Status demo(DemoArgs args) {
   std::filesystem::create_directories(args.out_dir, ec);
   if (ec) return Status::user_error(str_cat("cannot create output directory '", args.out_dir, "': ", ec.message()));
   for (const DemoModel& m : models) {
-    for (const char* suffix : {".before.dot", ".after.dot"}) {
+    for (const char* suffix : {".svg", ".html"}) {
       OPFUSE_TRY(check_can_write((std::filesystem::path(args.out_dir) / (m.key + suffix)).string(), args.force));
     }
   }
