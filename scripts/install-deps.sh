@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev                 # JSON output, CLI parsing
   libgtest-dev libgmock-dev libbenchmark-dev      # tests and micro-benchmarks
   graphviz                                        # graph pictures
+  clang libclang-rt-14-dev libomp-dev             # fuzzing (libFuzzer, sanitizers; scripts/fuzz.sh)
   libonnx-testdata                                # ONNX backend conformance tests
   python3 python3-numpy python3-onnx python3-torch python3-torchvision  # model zoo
 )
