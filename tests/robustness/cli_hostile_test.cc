@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "core/npy.h"
+#include "testing/cli_runner.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "robustness/hostile_models.h"
@@ -17,21 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-
-CommandResult run_cli(const std::string& args) {
-  const std::string command = std::string(OPFUSE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing_cli::CommandResult;
+using testing_cli::run_cli;
 
 fs::path fresh_dir(const std::string& tag) {
   fs::path dir = fs::temp_directory_path() / str_cat("opfuse_cli_hostile_", getpid(), "_", tag);

@@ -10,27 +10,15 @@
 #include <sys/wait.h>
 
 #include "core/npy.h"
+#include "testing/cli_runner.h"
 
 namespace opfuse {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult run_cli(const std::string& args) {
-  const std::string command = std::string(OPFUSE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing_cli::CommandResult;
+using testing_cli::run_cli;
 
 class CliTest : public testing::Test {
  protected:
