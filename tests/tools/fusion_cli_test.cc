@@ -46,44 +46,16 @@ class FusionCliTest : public testing::Test {
   std::string model_;
 };
 
-// The same numbers as tests/report/fusion_report_test.cc, through the binary.
-const char* kGoldenExcludedHead =
-    "fusion report at O2\n"
-    "config: excluded nodes: /head/*\n"
-    "\n"
-    "rules                          matched  applied  refused\n"
-    "  epilogue_relu                      2        1        1\n"
-    "  fold_batchnorm                     1        1        0\n"
-    "  region_fusion                      1        0        1\n"
-    "\n"
-    "fused kernels (1)\n"
-    "  /block/conv/Conv  opfuse::FusedConv  [epilogue_relu, fold_batchnorm]  saves ~512 B\n"
-    "      Conv '/block/conv/Conv'\n"
-    "      BatchNormalization '/block/bn/BatchNormalization'\n"
-    "      Relu '/block/relu/Relu'\n"
-    "\n"
-    "refused candidates (2)\n"
-    "  epilogue_relu: Relu '/head/relu/Relu' into Conv '/head/conv/Conv' as relu: node excluded by glob '/head/*'\n"
-    "  region_fusion: Relu '/head/relu/Relu': node excluded by glob '/head/*'\n"
-    "\n"
-    "excluded from fusion by the config (2)\n"
-    "  /head/conv/Conv: node excluded by glob '/head/*'\n"
-    "  /head/relu/Relu: node excluded by glob '/head/*'\n"
-    "\n"
-    "totals                 before       after\n"
-    "  nodes                     5           3\n"
-    "  kernels                   5           3\n"
-    "  memory traffic       1.3 KB       808 B  (-39.9%, estimated)\n";
 
 TEST_F(FusionCliTest, ReportGolden) {
   auto r = run_cli("report " + model_ + " --level O2 --exclude '/head/*'");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output, kGoldenExcludedHead);
+  EXPECT_EQ(r.output, testing_models::kReportExcludedHead);
   // The same from a config file, level included.
   const std::string config = write("c.json", R"({"level": "O2", "exclude": ["/head/*"]})");
   r = run_cli("report " + model_ + " --fusion-config " + config);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output, kGoldenExcludedHead);
+  EXPECT_EQ(r.output, testing_models::kReportExcludedHead);
   // A --level flag wins over the file's.
   r = run_cli("report " + model_ + " --fusion-config " + config + " --level O1");
   EXPECT_NE(r.output.find("fusion report at O1"), std::string::npos) << r.output;
