@@ -78,7 +78,6 @@ float ReduceRow(ReduceCombiner comb, const float* a, size_t n) {
 // Runs the tile's instructions: vals[i] of loads and constants are set by the caller; every
 // other instruction writes bufs[i] (n floats) and publishes it in vals[i].
 void RunTile(const ExecInstr* code, size_t count, const float** vals, float* const* bufs, size_t n) {
-  const DF d;
   for (size_t i = 0; i < count; ++i) {
     const ExecInstr& e = code[i];
     const VInstr& in = e.v;
@@ -94,15 +93,7 @@ void RunTile(const ExecInstr* code, size_t count, const float** vals, float* con
         break;
       }
       case codegen::InstrKind::kOp:
-        if (in.op == ScalarOp::kSelect) {
-          MapN<3>(vals[in.a], vals[in.b], vals[in.c], o, n, [&](VF c, VF t, VF f) HWY_ATTR {
-            return hn::IfThenElse(hn::Ne(c, hn::Zero(d)), t, f);
-          });
-        } else if (in.b < 0) {
-          ApplyUnary(in, vals[in.a], o, n);
-        } else {
-          ApplyBinary(in, vals[in.a], vals[in.b], o, n);
-        }
+        ApplyOp(in, vals, o, n);
         break;
     }
     vals[i] = o;

@@ -97,13 +97,19 @@ Status call_infer(const Node& node, const PluginOp& p, const AttrReader& reader,
   return Status::ok();
 }
 
+// Tensor descriptors for the ABI: zeroed, rank -1 (unknown or omitted) until filled in.
+std::vector<OpfuseTensor> blank_tensors(size_t count) {
+  OpfuseTensor blank;
+  std::memset(&blank, 0, sizeof blank);
+  blank.rank = -1;
+  return std::vector<OpfuseTensor>(count, blank);
+}
+
 Status plugin_infer(InferContext& ctx) {
   const PluginOp* p = find_op(ctx.node());
   if (p == nullptr) return Status::internal_error(ctx.node().describe() + ": plugin op not found");
-  std::vector<OpfuseTensor> in(ctx.num_inputs());
+  std::vector<OpfuseTensor> in = blank_tensors(ctx.num_inputs());
   for (size_t i = 0; i < in.size(); ++i) {
-    std::memset(&in[i], 0, sizeof in[i]);
-    in[i].rank = -1;
     if (!ctx.has_input(i)) continue;
     in[i].dtype = to_abi(ctx.input_dtype(i));
     const auto& shape = ctx.input_shape(i);
@@ -131,10 +137,8 @@ Status plugin_infer(InferContext& ctx) {
 Status plugin_reference(KernelContext& ctx) {
   const PluginOp* p = find_op(ctx.node());
   if (p == nullptr) return Status::internal_error(ctx.node().describe() + ": plugin op not found");
-  std::vector<OpfuseTensor> in(ctx.num_inputs());
+  std::vector<OpfuseTensor> in = blank_tensors(ctx.num_inputs());
   for (size_t i = 0; i < in.size(); ++i) {
-    std::memset(&in[i], 0, sizeof in[i]);
-    in[i].rank = -1;
     if (!ctx.has_input(i)) continue;
     const Tensor& t = ctx.input(i);
     in[i].dtype = to_abi(t.dtype());

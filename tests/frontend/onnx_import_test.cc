@@ -14,6 +14,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/registry.h"
 #include "runtime/eager.h"
+#include "testing/onnx_builders.h"
 
 namespace opfuse {
 namespace {
@@ -94,43 +95,20 @@ onnx::ModelProto base_model(int64_t opset = 13) {
   return m;
 }
 
-void add_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
-                    const std::string& name, int elem_type, const std::vector<int64_t>& dims) {
-  auto* v = list->Add();
-  v->set_name(name);
-  auto* t = v->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(elem_type);
-  auto* shape = t->mutable_shape();
-  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
-}
 void add_input(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
                int elem_type = onnx::TensorProto::FLOAT) {
-  add_value_info(m.mutable_graph()->mutable_input(), name, elem_type, dims);
+  testing_onnx::add_value_info(m.mutable_graph()->mutable_input(), name, dims, elem_type);
 }
 void add_output(onnx::ModelProto& m, const std::string& name) {
   m.mutable_graph()->add_output()->set_name(name);
 }
+// Nodes default to the test domain here.
 onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op, std::vector<std::string> in,
                           std::vector<std::string> out, const std::string& name = "",
                           const std::string& domain = kTestDomain) {
-  auto* n = m.mutable_graph()->add_node();
-  n->set_op_type(op);
-  n->set_domain(domain);
-  n->set_name(name);
-  for (auto& s : in) n->add_input(s);
-  for (auto& s : out) n->add_output(s);
-  return n;
+  return testing_onnx::add_node(m, op, std::move(in), std::move(out), name, domain);
 }
-onnx::TensorProto* add_float_initializer(onnx::ModelProto& m, const std::string& name,
-                                         const std::vector<int64_t>& dims,
-                                         const std::vector<float>& values) {
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  for (float v : values) t->add_float_data(v);
-  return t;
-}
+using testing_onnx::add_float_initializer;
 
 // x -> TestIdentity -> y, with a weight initializer.
 onnx::ModelProto identity_model() {

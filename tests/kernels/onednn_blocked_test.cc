@@ -8,6 +8,7 @@
 
 #include "kernels/kernel.h"
 #include "ops/fused.h"
+#include "kernels/onednn_test_util.h"
 #include "passes/infer_shapes.h"
 
 namespace opfuse {
@@ -15,12 +16,7 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-Tensor random_tensor(const Ints& dims, std::mt19937& gen, float scale = 1.0f) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  Tensor t = Tensor::zeros(DType::kF32, dims).value();
-  for (float& v : t.values<float>()) v = dist(gen);
-  return t;
-}
+using onednn_test::random_f32;
 
 Ints dims_of(const Value* v) {
   Ints out;
@@ -92,7 +88,7 @@ TEST(BlockedLayoutTest, OneDnnReordersMatchReference) {
   for (int64_t block : {8, 16}) {
     for (Ints dims : {Ints{2, 20, 5, 7}, Ints{1, 32, 3, 3}, Ints{1, 3, 4, 4}}) {
       Graph g;
-      Tensor x = random_tensor(dims, gen);
+      Tensor x = random_f32(dims, gen);
       auto to = g.add_node("ToBlocked", {g.add_input("x", DType::kF32, x.shape())}, {"b"},
                            {{"block", block}}, "to", "opfuse");
       ASSERT_TRUE(to.is_ok());
@@ -144,11 +140,11 @@ TEST(BlockedLayoutTest, OneDnnBlockedConvMatchesReference) {
                            epilogue.empty() ? "" : epilogue[0]));
       const bool residual = !epilogue.empty() && epilogue[0] == "add";
       Graph g;
-      Tensor x = random_tensor(c.x, gen), w = random_tensor(c.w, gen, 0.5f), b = random_tensor({c.w[0]}, gen);
+      Tensor x = random_f32(c.x, gen), w = random_f32(c.w, gen, 0.5f), b = random_f32({c.w[0]}, gen);
       Tensor xb;
       Value* xv;
       if (c.blocked_x) {
-        xb = random_tensor({c.x[0], (c.x[1] + 15) / 16, c.x[2], c.x[3], 16}, gen);
+        xb = random_f32({c.x[0], (c.x[1] + 15) / 16, c.x[2], c.x[3], 16}, gen);
         xv = g.add_input("x", DType::kF32, xb.shape());
       } else {
         xb = x;
@@ -163,7 +159,7 @@ TEST(BlockedLayoutTest, OneDnnBlockedConvMatchesReference) {
       ASSERT_TRUE(probe.is_ok());
       ASSERT_TRUE(infer_shapes(g).is_ok());
       const Ints y = dims_of((*probe)->output(0));
-      Tensor r = random_tensor(y, gen);
+      Tensor r = random_f32(y, gen);
       if (residual) inputs.push_back(g.add_input("r", DType::kF32, r.shape()));
       auto node = g.add_node("BlockedConv", inputs, {"y"}, attrs, "conv", "opfuse");
       ASSERT_TRUE(node.is_ok());
@@ -208,7 +204,7 @@ TEST(BlockedLayoutTest, OneDnnBlockedPoolsMatchReference) {
   for (const PoolCase& c : cases) {
     for (int64_t block : {8, 16}) {
       Graph g;
-      Tensor x = random_tensor({1, 3, 9, 9, block}, gen);
+      Tensor x = random_f32({1, 3, 9, 9, block}, gen);
       auto node = g.add_node(c.op, {g.add_input("x", DType::kF32, x.shape())}, {"y"}, c.attrs, "pool");
       ASSERT_TRUE(node.is_ok());
       ASSERT_TRUE(infer_shapes(g).is_ok());
@@ -224,7 +220,7 @@ TEST(BlockedLayoutTest, HwyResizeOfBlockedTensorMatchesReference) {
   std::mt19937 gen(9);
   for (const char* mode : {"nearest", "linear"}) {
     Graph g;
-    Tensor x = random_tensor({1, 2, 3, 5, 16}, gen);
+    Tensor x = random_f32({1, 2, 3, 5, 16}, gen);
     Tensor scales = Tensor::from_vector<float>({5}, {1, 1, 2, 2, 1});
     auto node = g.add_node("Resize", {g.add_input("x", DType::kF32, x.shape()), nullptr, g.add_constant("s", scales)},
                            {"y"}, {{"mode", std::string(mode)}}, "up");

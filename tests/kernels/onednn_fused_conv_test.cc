@@ -7,6 +7,7 @@
 
 #include "kernels/kernel.h"
 #include "ops/fused.h"
+#include "kernels/onednn_test_util.h"
 #include "passes/infer_shapes.h"
 
 namespace opfuse {
@@ -14,12 +15,7 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-Tensor random_tensor(const Ints& dims, std::mt19937& gen, float scale = 1.0f) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  Tensor t = Tensor::zeros(DType::kF32, dims).value();
-  for (float& v : t.values<float>()) v = dist(gen);
-  return t;
-}
+using onednn_test::random_f32;
 
 Shape shape_of(const Ints& dims) { return Tensor::zeros(DType::kF32, dims).value().shape(); }
 
@@ -39,7 +35,7 @@ void check(const ConvCase& c, const std::vector<std::string>& epilogue, std::mt1
   bool residual = false;
   for (const std::string& e : epilogue) residual |= e == "add";
   Graph g;
-  Tensor x = random_tensor(c.x, gen), w = random_tensor(c.w, gen, 0.5f), b = random_tensor({c.w[0]}, gen);
+  Tensor x = random_f32(c.x, gen), w = random_f32(c.w, gen, 0.5f), b = random_f32({c.w[0]}, gen);
   Value* xv = g.add_input("x", DType::kF32, x.shape());
   Value* wv = g.add_constant("w", w);
   Value* bv = c.bias ? g.add_constant("b", b) : nullptr;
@@ -55,7 +51,7 @@ void check(const ConvCase& c, const std::vector<std::string>& epilogue, std::mt1
     ASSERT_TRUE(infer_shapes(probe).is_ok());
     Ints y_dims;
     for (const Dim& d : *(*conv)->output(0)->shape) y_dims.push_back(d.value());
-    r = random_tensor(y_dims, gen);
+    r = random_f32(y_dims, gen);
     inputs.push_back(g.add_input("r", DType::kF32, r.shape()));
   }
   attrs["epilogue"] = epilogue;

@@ -23,10 +23,10 @@ Result<Session> graph_session(const onnx::ModelProto& m) {
 // shapes), where it used to be reported as an internal error.
 TEST(FuzzRegressionTest, ValueDependentOutputShapeContradictingTheDeclarationIsAUserError) {
   onnx::ModelProto m = hostile::base_model();
-  hostile::add_value(m.mutable_graph()->mutable_input(), "x", {2, 2});
-  hostile::add_value(m.mutable_graph()->mutable_input(), "repeats", {2}, onnx::TensorProto::INT64);
+  hostile::add_value_info(m.mutable_graph()->mutable_input(), "x", {2, 2});
+  hostile::add_value_info(m.mutable_graph()->mutable_input(), "repeats", {2}, onnx::TensorProto::INT64);
   hostile::add_node(m, "Tile", {"x", "repeats"}, {"z"}, "tile");
-  hostile::add_value(m.mutable_graph()->mutable_output(), "z", {4, 4});
+  hostile::add_value_info(m.mutable_graph()->mutable_output(), "z", {4, 4});
   Result<Session> s = graph_session(m);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   const Tensor x = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "testing/onnx_builders.h"
+
 namespace opfuse::hostile {
 
 namespace fs = std::filesystem;
@@ -26,38 +28,9 @@ inline onnx::ModelProto base_model() {
   return m;
 }
 
-inline void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
-                      const std::string& name, const std::vector<int64_t>& dims,
-                      int elem_type = onnx::TensorProto::FLOAT) {
-  auto* v = list->Add();
-  v->set_name(name);
-  auto* t = v->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(elem_type);
-  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-inline onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op,
-                                 std::vector<std::string> in, std::vector<std::string> out,
-                                 const std::string& name) {
-  auto* n = m.mutable_graph()->add_node();
-  n->set_op_type(op);
-  n->set_name(name);
-  for (auto& s : in) n->add_input(s);
-  for (auto& s : out) n->add_output(s);
-  return n;
-}
-
-// An f32 initializer with `values.size()` float_data entries (which may disagree with dims).
-inline onnx::TensorProto* add_initializer(onnx::ModelProto& m, const std::string& name,
-                                          const std::vector<int64_t>& dims,
-                                          const std::vector<float>& values) {
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  for (float v : values) t->add_float_data(v);
-  return t;
-}
+using testing_onnx::add_float_initializer;
+using testing_onnx::add_node;
+using testing_onnx::add_value_info;
 
 // An f32 initializer whose bytes live in `location` (count floats at offset).
 inline onnx::TensorProto* add_external(onnx::ModelProto& m, const std::string& name,
@@ -81,11 +54,11 @@ inline onnx::TensorProto* add_external(onnx::ModelProto& m, const std::string& n
 // y = Relu(x) + w with x: f32[4], w: f32[4] (a valid model the cases below break).
 inline onnx::ModelProto add_model() {
   onnx::ModelProto m = base_model();
-  add_value(m.mutable_graph()->mutable_input(), "x", {4});
-  add_initializer(m, "w", {4}, {1, 2, 3, 4});
+  add_value_info(m.mutable_graph()->mutable_input(), "x", {4});
+  add_float_initializer(m, "w", {4}, {1, 2, 3, 4});
   add_node(m, "Relu", {"x"}, {"r"}, "relu");
   add_node(m, "Add", {"r", "w"}, {"y"}, "add");
-  add_value(m.mutable_graph()->mutable_output(), "y", {4});
+  add_value_info(m.mutable_graph()->mutable_output(), "y", {4});
   return m;
 }
 
@@ -136,10 +109,10 @@ inline std::vector<Case> cases() {
       {"cyclic_graph",
        [](const fs::path& dir) {
          onnx::ModelProto m = base_model();
-         add_value(m.mutable_graph()->mutable_input(), "x", {4});
+         add_value_info(m.mutable_graph()->mutable_input(), "x", {4});
          add_node(m, "Add", {"x", "b"}, {"a"}, "p");
          add_node(m, "Relu", {"a"}, {"b"}, "q");
-         add_value(m.mutable_graph()->mutable_output(), "b", {4});
+         add_value_info(m.mutable_graph()->mutable_output(), "b", {4});
          return write_model(dir, m);
        },
        {"cycle", "node 'p'"}},
@@ -167,14 +140,14 @@ inline std::vector<Case> cases() {
       {"duplicate_initializer",
        [](const fs::path& dir) {
          onnx::ModelProto m = add_model();
-         add_initializer(m, "w", {4}, {5, 6, 7, 8});
+         add_float_initializer(m, "w", {4}, {5, 6, 7, 8});
          return write_model(dir, m);
        },
        {"value 'w'", "more than once"}},
       {"initializer_type_mismatch",
        [](const fs::path& dir) {
          onnx::ModelProto m = add_model();
-         add_value(m.mutable_graph()->mutable_input(), "w", {4}, onnx::TensorProto::INT64);
+         add_value_info(m.mutable_graph()->mutable_input(), "w", {4}, onnx::TensorProto::INT64);
          return write_model(dir, m);
        },
        {"graph input 'w'", "declared i64[4]", "initializer is f32[4]"}},
@@ -247,14 +220,14 @@ inline std::vector<Case> cases() {
       {"overflowing_dims",
        [](const fs::path& dir) {
          onnx::ModelProto m = add_model();
-         add_initializer(m, "big", {int64_t{1} << 40, int64_t{1} << 40}, {1.0f});
+         add_float_initializer(m, "big", {int64_t{1} << 40, int64_t{1} << 40}, {1.0f});
          return write_model(dir, m);
        },
        {"initializer 'big'", "overflows"}},
       {"trillion_elements_typed",
        [](const fs::path& dir) {
          onnx::ModelProto m = add_model();
-         add_initializer(m, "big", {1000000, 1000000}, {1.0f});
+         add_float_initializer(m, "big", {1000000, 1000000}, {1.0f});
          return write_model(dir, m);
        },
        {"initializer 'big'", "1000000000000 elements", "holds 1"}},
@@ -277,17 +250,17 @@ inline std::vector<Case> cases() {
 // y = Relu(x) + x with x: f32[1000000, 1000000] (4 TB).
 inline onnx::ModelProto trillion_element_input_model() {
   onnx::ModelProto m = base_model();
-  add_value(m.mutable_graph()->mutable_input(), "x", {1000000, 1000000});
+  add_value_info(m.mutable_graph()->mutable_input(), "x", {1000000, 1000000});
   add_node(m, "Relu", {"x"}, {"r"}, "relu");
   add_node(m, "Add", {"r", "x"}, {"y"}, "add");
-  add_value(m.mutable_graph()->mutable_output(), "y", {1000000, 1000000});
+  add_value_info(m.mutable_graph()->mutable_output(), "y", {1000000, 1000000});
   return m;
 }
 
 // y = Relu(x) + x with x: f32[batch, 1000]: a batch of 10^9 at run time needs 4 TB.
 inline onnx::ModelProto symbolic_batch_model() {
   onnx::ModelProto m = base_model();
-  add_value(m.mutable_graph()->mutable_input(), "x", {1, 1000});
+  add_value_info(m.mutable_graph()->mutable_input(), "x", {1, 1000});
   auto* dim = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
                   ->mutable_shape()->mutable_dim(0);
   dim->set_dim_param("batch");

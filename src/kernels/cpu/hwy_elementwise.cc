@@ -42,21 +42,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Runs the program over n elements. vals[i] of leaves (args, constants) are set by the caller;
 // every other instruction writes bufs[i] and publishes it in vals[i].
 void EvalChunk(const VInstr* code, size_t count, const float** vals, float* const* bufs, size_t n) {
-  const DF d;
   for (size_t i = 0; i < count; ++i) {
     const VInstr& in = code[i];
     if (in.op == ScalarOp::kArg || in.op == ScalarOp::kConst) continue;
-    float* o = bufs[i];
-    if (in.op == ScalarOp::kSelect) {
-      MapN<3>(vals[in.a], vals[in.b], vals[in.c], o, n, [&](VF c, VF t, VF f) HWY_ATTR {
-        return hn::IfThenElse(Truthy(d, c), t, f);
-      });
-    } else if (in.b < 0) {
-      ApplyUnary(in, vals[in.a], o, n);
-    } else {
-      ApplyBinary(in, vals[in.a], vals[in.b], o, n);
-    }
-    vals[i] = o;
+    ApplyOp(in, vals, bufs[i], n);
+    vals[i] = bufs[i];
   }
 }
 

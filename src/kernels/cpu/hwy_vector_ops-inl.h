@@ -155,3 +155,18 @@ inline void ApplyBinary(const VInstr& in, const float* a, const float* b, float*
     default: return;
   }
 }
+
+// One computing instruction (not an argument or constant) over n elements into `o`; `vals[k]` is
+// the buffer of instruction k. Shared by the elementwise kernel and the fused-program executor.
+inline void ApplyOp(const VInstr& in, const float* const* vals, float* o, size_t n) {
+  if (in.op == ScalarOp::kSelect) {
+    const DF d;
+    MapN<3>(vals[in.a], vals[in.b], vals[in.c], o, n, [&](VF c, VF t, VF f) HWY_ATTR {
+      return hn::IfThenElse(Truthy(d, c), t, f);
+    });
+  } else if (in.b < 0) {
+    ApplyUnary(in, vals[in.a], o, n);
+  } else {
+    ApplyBinary(in, vals[in.a], vals[in.b], o, n);
+  }
+}
