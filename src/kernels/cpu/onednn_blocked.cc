@@ -158,22 +158,8 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
     auto any = try_dnnl<convolution_forward::primitive_desc>([&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
     if (any && std::string(any->impl_info_str()).find("ref") == std::string::npos) pd = *any;
   }
-  PrimitivePlan plan;
-  set_primitive<convolution_forward>(plan, pd);
-  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
-  plan.dst_dims = bg.y_dims;
-  plan.dst_md = y_md;
-  plan.bindings.push_back({DNNL_ARG_SRC, 0, bg.x_dims, x_md, {}});
-  plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
-                           pack(plain_desc(w_dims), ctx.constants[1]->raw_data(), pd.weights_desc())});
-  if (g.has_bias) {
-    const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
-    if (b != nullptr) {
-      plan.bindings.push_back({DNNL_ARG_BIAS, -1, {m}, b_md, pack(b_md, b->raw_data(), b_md)});
-    } else {
-      plan.bindings.push_back({DNNL_ARG_BIAS, 2, {m}, b_md, {}});
-    }
-  }
+  PrimitivePlan plan = assemble_conv_plan<convolution_forward>(ctx, g, pd, plain_desc(w_dims), m,
+                                                                {bg.x_dims, bg.y_dims, x_md, y_md});
   if (residual >= 0) {
     plan.bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3,
                              bg.y_dims, y_md, {}});

@@ -50,20 +50,27 @@ PrimitiveDesc prefer_direct_kernel(PrimitiveDesc plain, MakePd make_pd, const Co
   return plain;
 }
 
+// The activations as the caller keeps them: their tensor dims and oneDNN descriptors (plain
+// NCHW, or the O3 blocked layout).
+struct ConvActivations {
+  Dims x_dims, y_dims;
+  dnnl::memory::desc x_md, y_md;
+};
+
 // The plan around a chosen (de)convolution primitive: activation reorders when it runs blocked,
 // input 0 bound at run time, the weights (described by `w_user_md` over the ONNX buffer) packed
 // once into the primitive's layout, and the bias (constant: packed; else bound from input 2).
 template <typename Primitive>
 PrimitivePlan assemble_conv_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
                                  const typename Primitive::primitive_desc& pd,
-                                 const dnnl::memory::desc& w_user_md, int64_t out_channels) {
-  const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+                                 const dnnl::memory::desc& w_user_md, int64_t out_channels,
+                                 const ConvActivations& act) {
   PrimitivePlan plan;
   set_primitive<Primitive>(plan, pd);
-  add_layout_reorders(plan, x_md, pd.src_desc(), y_md, pd.dst_desc());
-  plan.dst_dims = g.y;
-  plan.dst_md = y_md;
-  plan.bindings.push_back({DNNL_ARG_SRC, 0, g.x, x_md, {}});
+  add_layout_reorders(plan, act.x_md, pd.src_desc(), act.y_md, pd.dst_desc());
+  plan.dst_dims = act.y_dims;
+  plan.dst_md = act.y_md;
+  plan.bindings.push_back({DNNL_ARG_SRC, 0, act.x_dims, act.x_md, {}});
   plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
                            pack(w_user_md, ctx.constants[1]->raw_data(), pd.weights_desc())});
   if (g.has_bias) {
@@ -76,6 +83,15 @@ PrimitivePlan assemble_conv_plan(const KernelCompileContext& ctx, const ConvGeom
     }
   }
   return plan;
+}
+
+// On plain NCHW activations.
+template <typename Primitive>
+PrimitivePlan assemble_conv_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
+                                 const typename Primitive::primitive_desc& pd,
+                                 const dnnl::memory::desc& w_user_md, int64_t out_channels) {
+  return assemble_conv_plan<Primitive>(ctx, g, pd, w_user_md, out_channels,
+                                       {g.x, g.y, plain_desc(g.x), plain_desc(g.y)});
 }
 
 // Builds the convolution plan; `post_ops` are applied to the output (empty today).
