@@ -35,6 +35,7 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
         onednn::onednn_from_blocked_kernel(),
+        onednn::onednn_reblock_kernel(),
     };
     // Highway kernels (kernels/cpu/hwy_kernels.h) last: the elementwise kernel is one entry per
     // op with a scalar expression, generated from the registry.

@@ -11,10 +11,15 @@
 // logical [N, C, H, W] is f32[N, 1, H, W, C] (oneDNN's nhwc), with no padding.
 //   opfuse::ToBlocked(X: [N,C,H,W]) {block}       -> [N, ceil(C/b), H, W, b], b = block or C
 //   opfuse::FromBlocked(X: [N,Cb,H,W,b]) {channels} -> [N, channels, H, W]
+//   opfuse::Reblock(X: [N,Cb,H,W,b]) {channels, block} -> [N, ceil(C/b'), H, W, b'], b' = block
+//       or C: one reorder between two blocked layouts (nChw16c <-> nhwc), where the layout pass
+//       lets neighbouring convs run different layouts.
 //   opfuse::BlockedConv(X, W, [B], [R]) {Conv's attributes, epilogue, block}
 //       = ToBlocked(FusedConv(plain(X), W, B, plain(R))): X is plain [N,C,H,W] (a first conv
 //       reading an image) or blocked; W and B stay in ONNX layout; R and Y are blocked.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ops/conv_common.h"
 #include "ops/fused.h"
@@ -124,6 +129,34 @@ Status from_blocked_kernel(KernelContext& ctx) {
   const int64_t n = x.dim(0), s = x.dim(2) * x.dim(3);
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kF32, {n, c, x.dim(2), x.dim(3)}));
   unblock_f32(x.data<float>(), y->data<float>(), n, c, s, x.dim(4));
+  return Status::ok();
+}
+
+Status infer_reblock(InferContext& ctx) {
+  OPFUSE_TRY(infer_from_blocked(ctx));
+  const int64_t b = ctx.attrs().get_int("block");
+  if (!valid_block(b)) return ctx.error(str_cat("block must be 0, 8 or 16, got ", b));
+  const auto& x = ctx.input_shape(0);
+  if (!x) return Status::ok();
+  const int64_t c = ctx.attrs().get_int("channels"), l = lanes(b, c);
+  ctx.set_output(0, DType::kF32, Shape{(*x)[0], Dim(ceil_div(c, l)), (*x)[2], (*x)[3], Dim(l)});
+  return Status::ok();
+}
+
+Status reblock_kernel(KernelContext& ctx) {
+  const int64_t c = ctx.attrs().get_int("channels"), b = ctx.attrs().get_int("block");
+  const Tensor& x = ctx.input(0);
+  if (!valid_block(b) || x.dtype() != DType::kF32 || x.rank() != 5 || !holds(x.dim(1), x.dim(4), c)) {
+    return ctx.error(str_cat("needs blocked f32[N,Cb,H,W,b] for ", c, " channels and block 0, 8 or 16, got ",
+                             x.type_string()));
+  }
+  const int64_t n = x.dim(0), s = x.dim(2) * x.dim(3), l = lanes(b, c);
+  std::vector<float> plain(static_cast<size_t>(n * c * s));
+  unblock_f32(x.data<float>(), plain.data(), n, c, s, x.dim(4));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kF32,
+                                                          {n, ceil_div(c, l), x.dim(2), x.dim(3), l}));
+  std::fill(y->data<float>(), y->data<float>() + y->numel(), 0.0f);
+  block_f32(plain.data(), y->data<float>(), n, c, s, l);
   return Status::ok();
 }
 
@@ -253,6 +286,12 @@ std::vector<OpDef> layout_ops() {
   from.attrs = {{"channels", AttrType::kInt, std::nullopt, true}};
   from.kind = FusionKind::kInjective;
   ops.push_back(std::move(from));
+  OpDef re = layout_op("Reblock", infer_reblock, reblock_kernel,
+                       "blocked [N,Cb,H,W,b] -> blocked [N,ceil(C/b'),H,W,b'] in another layout (b' = block)");
+  re.attrs = {{"channels", AttrType::kInt, std::nullopt, true},
+              {"block", AttrType::kInt, AttrValue(int64_t{16}), false}};
+  re.kind = FusionKind::kInjective;
+  ops.push_back(std::move(re));
   OpDef conv = layout_op("BlockedConv", infer_blocked_conv, blocked_conv_kernel,
                          "FusedConv on blocked activations: X plain or blocked, Y and R blocked");
   conv.min_inputs = 2;

@@ -29,17 +29,35 @@
 //    plain layout; DCE drops the FromBlocked nodes nobody reads.
 // Padded lanes (C not a multiple of 16) hold arbitrary finite values; ops that could turn them
 // into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
-// Block size: 16 everywhere (one AVX-512 vector). Measured alternatives (docs/benchmarks.md):
-// nChw8c runs oneDNN 2.6's AVX2 kernels (jit:avx2) on this AVX-512 machine, 1.5-4x slower even
-// on the 24/40-channel MobileNet convs that 16 pads by a third; channels-last (block 0: nhwc,
-// where oneDNN picks brgconv) is selectable with OPFUSE_LAYOUT=nhwc and was not a clear win.
+// Layouts: nChw16c (block 16, one AVX-512 vector) or channels-last nhwc (block 0: f32
+// [N, 1, H, W, C], where oneDNN picks its brgconv kernels), chosen per conv by measurement
+// (rule "layout_measure"; without it every conv is nChw16c). nChw8c runs oneDNN 2.6's AVX2
+// kernels on this AVX-512 machine, 1.5-4x slower (docs/benchmarks.md), so it is not a candidate.
+// Per conv, nhwc brgconv is 15-20% faster on ResNet-50's 3x3 convs at 56x56 and 28x28, while
+// nChw16c wins on 1x1 convs with a residual sum and on the 7x7 stem. The choice:
+//  1. a dry run of the walk below, on nChw16c and without touching the graph, records which
+//     nodes would run blocked and which blocked tensors each reads (their producer, if blocked);
+//  2. each conv is timed in both layouts (layout_measure.h: the BlockedConv kernel graph mode
+//     would create, on its exact shapes, attributes and post-ops; cached per signature), and each
+//     tensor's reorder nChw16c <-> nhwc is timed;
+//  3. layout_choice.h picks the labelling minimising conv time plus one reorder per tensor
+//     whose producer and readers disagree, exactly (a minimum cut: greedy walks along the chain
+//     cannot see that one switched conv pays two reorders, nor ResNet's residual tensors that
+//     are read by two convs far apart); ops other than convs count as layout-independent;
+//  4. the walk runs for real with each conv's layout; other ops take the layout they were
+//     labelled with, reading operands of another layout through opfuse::Reblock.
 #include <algorithm>
-#include <cstdlib>
+#include <array>
+#include <cstdio>
+#include <map>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ops/fused.h"
+#include "passes/fusion_rules.h"
+#include "passes/layout_choice.h"
+#include "passes/layout_measure.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 
@@ -47,7 +65,11 @@ namespace opfuse {
 namespace {
 
 constexpr std::string_view kPass = "layout";
-// nChw16c (16), nChw8c (8) or channels-last (0); see the note on block size above.
+// Switched off: no measuring, every conv on kDefaultBlock (deterministic compiles, for tests).
+constexpr std::string_view kMeasureRule = "layout_measure";
+const bool kMeasureRuleRegistered =
+    (register_fusion_rule(kMeasureRule, "O3 layout: time each conv in nChw16c and nhwc and choose (else all nChw16c)"), true);
+// nChw16c (16) or channels-last (0); see the note on layouts above.
 constexpr int64_t kDefaultBlock = 16;
 // A conv reading at most this many plain channels takes them plain (oneDNN's first-conv kernel).
 constexpr int64_t kPlainInputChannels = 4;
@@ -64,17 +86,40 @@ bool finite_preserving(const std::string& op) {
 }
 
 struct BlockedValue {
-  Value* value = nullptr;  // f32[N, ceil(C/16), H, W, 16]
+  Value* value = nullptr;  // f32[N, ceil(C/16), H, W, 16], or [N, 1, H, W, C] (block 0)
   int64_t channels = 0;    // C
+  int64_t block = 16;
+};
+
+std::string suffix(int64_t block) { return block == 0 ? "_nhwc" : str_cat("_b", block); }
+std::string layout_name(int64_t block) { return block == 0 ? "nhwc" : str_cat("nChw", block, "c"); }
+
+// What the dry run (step 1 above) learns: the nodes that would run blocked and, per tensor they
+// read blocked, its producer among them (-1: a plain tensor, reordered at the boundary) and readers.
+struct LayoutStructure {
+  struct Item {
+    const Node* node = nullptr;
+    bool conv = false;
+    bool x_plain = false;  // a first conv reading nchw directly when on nChw16c
+  };
+  std::vector<Item> items;
+  struct Operand {
+    int producer = -1;
+    std::vector<int> readers;
+    std::vector<int64_t> dims;  // logical
+  };
+  std::vector<Operand> tensors;
 };
 
 class LayoutPass {
  public:
-  LayoutPass(Graph& graph, PassContext& ctx, int64_t block)
-      : graph_(graph), ctx_(ctx), block_(block), suffix_(block == 0 ? "_nhwc" : str_cat("_b", block)) {}
+  // `choice`: the layout of each node that runs blocked, by name (others: kDefaultBlock, or the
+  // layout of their first blocked operand). `dry`: collect the structure, change nothing.
+  LayoutPass(Graph& graph, PassContext& ctx, std::map<std::string, int64_t> choice,
+             std::map<std::string, std::string> why, LayoutStructure* dry)
+      : graph_(graph), ctx_(ctx), choice_(std::move(choice)), why_(std::move(why)), dry_(dry) {}
 
   Result<bool> run() {
-    if (!ctx_.fusion.rule_enabled(kPass)) return false;
     bool changed = false;
     for (Node* node : graph_.nodes()) {
       if (node->outputs().size() != 1 && !(node->op_type() == "MaxPool" && node->outputs().size() == 2 &&
@@ -87,7 +132,7 @@ class LayoutPass {
       OPFUSE_ASSIGN_OR_RETURN(bool rewritten, rewrite(node));
       changed |= rewritten;
     }
-    if (changed) {
+    if (changed && dry_ == nullptr) {
       graph_.remove_dead_values();
       OPFUSE_TRY(graph_.topological_sort());
     }
@@ -105,9 +150,25 @@ class LayoutPass {
     std::vector<int64_t> out_dims;  // logical
   };
 
+  // The layout `node` runs in when it runs blocked.
+  int64_t layout_of(const Node& node, bool conv) const {
+    if (dry_ != nullptr) return kDefaultBlock;
+    if (auto it = choice_.find(node.name()); it != choice_.end()) return it->second;
+    if (!conv) {
+      for (const Value* in : node.inputs()) {
+        if (const BlockedValue* b = blocked(in)) return b->block;
+      }
+    }
+    return kDefaultBlock;
+  }
+
   Result<bool> rewrite(Node* node) {
     std::optional<Plan> plan;
     const std::string& op = node->op_type();
+    const bool conv = (node->domain().empty() && op == "Conv") || (op == "FusedConv" && node->domain() == kFusedDomain);
+    block_ = layout_of(*node, conv);
+    pending_reads_.clear();
+    x_plain_ = false;
     if (node->domain().empty() || node->domain() == kFusedDomain) {
       if (op == "Conv" || (op == "FusedConv" && node->domain() == kFusedDomain)) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_conv(*node));
@@ -145,24 +206,40 @@ class LayoutPass {
     return it == blocked_.end() ? nullptr : &it->second;
   }
 
-  // The blocked form of a plain activation: existing, or a new ToBlocked (shared by every reader).
+  // `v` in the current node's layout: its blocked form, a Reblock of it from another layout, or
+  // a new ToBlocked of the plain tensor; each shared by every reader in that layout.
   Result<Value*> to_blocked(Value* v) {
-    if (const BlockedValue* b = blocked(v)) return b->value;
     const auto d = dims4(v);
     if (!d) return Status::internal_error(str_cat("layout: ", v->name(), " is not a static 4-d f32 value"));
+    if (dry_ != nullptr) {
+      pending_reads_.push_back(v);
+      if (!blocked(v)) blocked_[v] = {v, (*d)[1], block_};
+      return v;
+    }
+    const BlockedValue* home = blocked(v);
+    if (home != nullptr && home->block == block_) return home->value;
+    if (auto it = forms_.find({v, block_}); it != forms_.end()) return it->second;
     Attributes attrs;
     attrs["block"] = AttrValue(block_);
-    OPFUSE_ASSIGN_OR_RETURN(Node * n, graph_.add_node("ToBlocked", {v}, {v->name() + suffix_}, attrs,
-                                                      v->name() + "_to_blocked", std::string(kFusedDomain)));
+    Node* n = nullptr;
+    if (home != nullptr) {
+      attrs["channels"] = AttrValue(home->channels);
+      OPFUSE_ASSIGN_OR_RETURN(n, graph_.add_node("Reblock", {home->value}, {v->name() + suffix(block_)}, attrs,
+                                                 v->name() + "_to" + suffix(block_), std::string(kFusedDomain)));
+    } else {
+      OPFUSE_ASSIGN_OR_RETURN(n, graph_.add_node("ToBlocked", {v}, {v->name() + suffix(block_)}, attrs,
+                                                 v->name() + "_to_blocked", std::string(kFusedDomain)));
+    }
     Value* out = n->output(0);
     out->dtype = DType::kF32;
     out->shape = make_shape(blocked_dims(*d));
-    blocked_[v] = {out, (*d)[1]};
+    if (home == nullptr) blocked_[v] = {out, (*d)[1], block_};
+    forms_[{v, block_}] = out;
     return out;
   }
 
   // Lanes of the last dim for `c` channels: the block, or every channel (channels-last).
-  int64_t lanes(int64_t c) const { return block_ == 0 ? c : block_; }
+  int64_t lanes(int64_t c) const { return block_ == 0 ? c : block_; }  // in the current layout
   bool padded(int64_t c) const { return c % lanes(c) != 0; }
 
   std::vector<int64_t> blocked_dims(const std::vector<int64_t>& d) const {
@@ -171,14 +248,15 @@ class LayoutPass {
 
   // A per-channel constant ([C], [C,1,1], [1,C,1,1]) laid out as [1, Cb, 1, 1, b]; padded
   // lanes get `pad`.
-  Value* blocked_constant(const Value* v, const Tensor& t, int64_t c, float pad) {
-    const std::string key = str_cat(v->name(), "#", pad);
+  Value* blocked_constant(Value* v, const Tensor& t, int64_t c, float pad) {
+    if (dry_ != nullptr) return v;
+    const std::string key = str_cat(v->name(), "#", pad, "#", block_);
     if (auto it = constants_.find(key); it != constants_.end()) return it->second;
     const int64_t cb = ceil_div(c, lanes(c));
     std::vector<float> data(static_cast<size_t>(cb * lanes(c)), pad);
     const std::vector<float> src = t.to_float_vector();
     std::copy(src.begin(), src.end(), data.begin());
-    Value* out = graph_.add_constant(v->name() + suffix_, Tensor::from_vector<float>({1, cb, 1, 1, lanes(c)}, data));
+    Value* out = graph_.add_constant(v->name() + suffix(block_), Tensor::from_vector<float>({1, cb, 1, 1, lanes(c)}, data));
     constants_[key] = out;
     return out;
   }
@@ -217,7 +295,8 @@ class LayoutPass {
     p.attrs["block"] = AttrValue(block_);
     Value* xin = node.input(0);
     // oneDNN's first-conv kernel reads nchw into nChw16c; channels-last convs want nhwc input.
-    if (!blocked(xin) && c <= kPlainInputChannels && block_ != 0) {
+    x_plain_ = !blocked(xin) && c <= kPlainInputChannels;
+    if (x_plain_ && block_ != 0) {
       p.inputs.push_back(xin);
     } else {
       OPFUSE_ASSIGN_OR_RETURN(Value * xb, to_blocked(xin));
@@ -242,7 +321,7 @@ class LayoutPass {
     if (auto_pad != "NOTSET" && auto_pad != "VALID") return std::optional<Plan>();
     std::vector<int64_t> k = attrs.get_ints("kernel_shape");
     if (k.size() != 2) return std::optional<Plan>();
-    Plan p{node.op_type(), "", {xb->value}, node.attrs, xb->channels, *y};
+    Plan p{node.op_type(), "", {nullptr}, node.attrs, xb->channels, *y};
     auto extend = [&](const std::string& name, std::vector<int64_t> v, int64_t fill) {
       if (v.empty()) v.assign(2, fill);
       v.push_back(fill);
@@ -256,6 +335,7 @@ class LayoutPass {
       if (pads.size() != 4) return std::optional<Plan>();
       p.attrs["pads"] = AttrValue(std::vector<int64_t>{pads[0], pads[1], 0, pads[2], pads[3], 0});
     }
+    OPFUSE_ASSIGN_OR_RETURN(p.inputs[0], to_blocked(node.input(0)));
     return std::optional<Plan>(std::move(p));
   }
 
@@ -264,8 +344,9 @@ class LayoutPass {
     const auto x = dims4(node.input(0));
     const auto y = dims4(node.output(0));
     if (xb == nullptr || !x || !y) return std::optional<Plan>();
+    OPFUSE_ASSIGN_OR_RETURN(Value * xv, to_blocked(node.input(0)));
     const bool is_max = node.op_type() == "GlobalMaxPool";
-    Plan p{is_max ? "MaxPool" : "AveragePool", "", {xb->value}, {}, xb->channels, *y};
+    Plan p{is_max ? "MaxPool" : "AveragePool", "", {xv}, {}, xb->channels, *y};
     p.attrs["kernel_shape"] = AttrValue(std::vector<int64_t>{(*x)[2], (*x)[3], 1});
     return std::optional<Plan>(std::move(p));
   }
@@ -304,25 +385,28 @@ class LayoutPass {
         attrs.get_string("coordinate_transformation_mode") == "tf_crop_and_resize") {
       return std::optional<Plan>();
     }
-    Plan p{"Resize", "", {xb->value, nullptr, nullptr, nullptr}, node.attrs, xb->channels, *y};
+    Plan p{"Resize", "", {nullptr, nullptr, nullptr, nullptr}, node.attrs, xb->channels, *y};
     const Tensor* scales = node.has_input(2) ? constant_data(node.input(2)) : nullptr;
     const Tensor* sizes = node.has_input(3) ? constant_data(node.input(3)) : nullptr;
     if (scales != nullptr && scales->numel() == 4 && scales->dtype() == DType::kF32) {
       std::vector<float> s = scales->to_float_vector();
       if (s[0] != 1.0f || s[1] != 1.0f) return std::optional<Plan>();
       s.push_back(1.0f);
-      p.inputs[2] = graph_.add_constant(node.input(2)->name() + suffix_, Tensor::from_vector<float>({5}, s));
+      p.inputs[2] = dry_ != nullptr ? node.input(2)
+                                    : graph_.add_constant(node.input(2)->name() + suffix(block_), Tensor::from_vector<float>({5}, s));
     } else if (sizes != nullptr && sizes->numel() == 4) {
       std::vector<int64_t> s = sizes->to_int_vector();
       if (s[1] != xb->channels) return std::optional<Plan>();
       const int64_t l = lanes(s[1]);
       s[1] = ceil_div(s[1], l);
       s.push_back(l);
-      p.inputs[3] = graph_.add_constant(node.input(3)->name() + suffix_, Tensor::from_vector<int64_t>({5}, s));
+      p.inputs[3] = dry_ != nullptr ? node.input(3)
+                                    : graph_.add_constant(node.input(3)->name() + suffix(block_), Tensor::from_vector<int64_t>({5}, s));
     } else {
       return std::optional<Plan>();
     }
     if (p.inputs[3] == nullptr) p.inputs.pop_back();
+    OPFUSE_ASSIGN_OR_RETURN(p.inputs[0], to_blocked(node.input(0)));
     return std::optional<Plan>(std::move(p));
   }
 
@@ -347,7 +431,8 @@ class LayoutPass {
       if (in->dtype != DType::kF32) return std::optional<Plan>();
       if (const BlockedValue* b = blocked(in)) {
         if (b->channels != c) return std::optional<Plan>();
-        p.inputs.push_back(b->value);
+        OPFUSE_ASSIGN_OR_RETURN(Value * bv, to_blocked(in));
+        p.inputs.push_back(bv);
         continue;
       }
       const auto d = known_dims(in);
@@ -378,6 +463,7 @@ class LayoutPass {
 
   // Builds the blocked node under `node`'s name, and FromBlocked under its output's name.
   Status replace(Node* node, Plan plan) {
+    if (dry_ != nullptr) return record_dry(*node, plan);
     Value* old_out = node->output(0);
     const std::string node_name = node->name(), out_name = old_out->name();
     const std::string what = node_label(*node);
@@ -386,7 +472,7 @@ class LayoutPass {
     Value* hold = graph_.add_value(out_name + "_layout_hold", old_out->dtype, old_out->shape);
     graph_.replace_all_uses(old_out, hold);
     OPFUSE_TRY(graph_.remove_node(node));
-    OPFUSE_ASSIGN_OR_RETURN(Node * nb, graph_.add_node(plan.op_type, plan.inputs, {out_name + suffix_},
+    OPFUSE_ASSIGN_OR_RETURN(Node * nb, graph_.add_node(plan.op_type, plan.inputs, {out_name + suffix(block_)},
                                                        plan.attrs, node_name, plan.domain));
     Value* yb = nb->output(0);
     yb->dtype = DType::kF32;
@@ -400,11 +486,12 @@ class LayoutPass {
     plain->dtype = DType::kF32;
     plain->shape = make_shape(plan.out_dims);
     graph_.replace_all_uses(hold, plain);
-    blocked_[plain] = {yb, plan.out_channels};
+    blocked_[plain] = {yb, plan.out_channels, block_};
     PassDecision d;
     d.pass = std::string(kPass);
     d.rule = std::string(kPass);
-    d.what = str_cat(what, block_ == 0 ? " on nhwc" : str_cat(" on nChw", block_, "c"));
+    d.what = str_cat(what, " on ", layout_name(block_));
+    if (auto it = why_.find(node_name); it != why_.end()) d.what += str_cat(" (", it->second, ")");
     d.applied = true;
     d.members = {node_name};
     d.result = node_name;
@@ -412,24 +499,113 @@ class LayoutPass {
     return Status::ok();
   }
 
+  // Dry run: `node` would run blocked, reading `pending_reads_` blocked.
+  Status record_dry(const Node& node, const Plan& plan) {
+    const int index = static_cast<int>(dry_->items.size());
+    dry_->items.push_back({&node, plan.op_type == "BlockedConv", x_plain_});
+    for (const Value* v : pending_reads_) {
+      auto [it, added] = tensor_index_.try_emplace(v, static_cast<int>(dry_->tensors.size()));
+      if (added) dry_->tensors.push_back({-1, {}, *dims4(v)});
+      auto& readers = dry_->tensors[it->second].readers;
+      if (std::find(readers.begin(), readers.end(), index) == readers.end()) readers.push_back(index);
+    }
+    const Value* out = node.output(0);
+    blocked_[out] = {const_cast<Value*>(out), plan.out_channels, block_};
+    tensor_index_[out] = static_cast<int>(dry_->tensors.size());
+    dry_->tensors.push_back({index, {}, plan.out_dims});
+    return Status::ok();
+  }
+
   Graph& graph_;
   PassContext& ctx_;
-  int64_t block_;  // 16, 8, or 0: channels-last
-  std::string suffix_;
+  std::map<std::string, int64_t> choice_;
+  std::map<std::string, std::string> why_;  // node name -> the measurement behind its layout
+  LayoutStructure* dry_;
+  int64_t block_ = kDefaultBlock;  // the layout of the node being rewritten: 16 or 0 (nhwc)
+  std::vector<Value*> pending_reads_;  // dry run: blocked operands of the node being planned
+  bool x_plain_ = false;               // dry run: the conv being planned reads nchw on nChw16c
+  std::unordered_map<const Value*, int> tensor_index_;
   std::unordered_map<const Value*, BlockedValue> blocked_;
+  std::map<std::pair<const Value*, int64_t>, Value*> forms_;  // Reblocks / ToBlockeds by layout
   std::unordered_map<std::string, Value*> constants_;
 };
+
+std::string fmt_ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
+  return buf;
+}
+
+// Steps 2 and 3 of the note at the top: each conv's layout and the measurement behind it.
+void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::string, int64_t>& choice,
+                    std::map<std::string, std::string>& why) {
+  constexpr double kUnavailable = 1e9;  // a layout without a fast kernel is never chosen
+  LayoutProblem problem;
+  std::vector<std::array<double, 2>> conv_ms(s.items.size(), {0, 0});
+  std::vector<double> image_reorder(s.items.size(), 0);
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    const auto& item = s.items[i];
+    std::array<double, 2> cost = {0, 0};
+    if (item.conv) {
+      const double blocked = timer.conv_ms(*item.node, 16, item.x_plain);
+      const double nhwc = timer.conv_ms(*item.node, 0, false);
+      // On nhwc a first conv's image needs a reorder that nChw16c reads without.
+      if (item.x_plain) image_reorder[i] = std::max(0.0, timer.reorder_ms(*known_dims(item.node->input(0))));
+      conv_ms[i] = {blocked, nhwc};
+      cost = {blocked < 0 ? kUnavailable : blocked, nhwc < 0 ? kUnavailable : nhwc + image_reorder[i]};
+      if (blocked < 0 && nhwc < 0) cost = {0, kUnavailable};
+    }
+    problem.cost.push_back(cost);
+  }
+  for (const auto& t : s.tensors) {
+    LayoutProblem::Group g;
+    if (t.producer >= 0) g.members.push_back(t.producer);
+    g.members.insert(g.members.end(), t.readers.begin(), t.readers.end());
+    if (g.members.size() < 2) continue;
+    g.cost = std::max(0.0, timer.reorder_ms(t.dims));
+    problem.groups.push_back(std::move(g));
+  }
+  std::vector<int> labels = solve_layouts(problem);
+  const double best = total_cost(problem, labels);
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    const auto& item = s.items[i];
+    choice[item.node->name()] = labels[i] == 1 ? 0 : 16;
+    if (!item.conv) continue;
+    // What keeping the other layout for this conv alone would cost, reorders included.
+    labels[i] ^= 1;
+    const double flipped = total_cost(problem, labels) - best;
+    labels[i] ^= 1;
+    auto show = [&](double ms) { return ms < 0 ? std::string("no fast kernel") : fmt_ms(ms); };
+    std::string text = str_cat("measured nChw16c ", show(conv_ms[i][0]), ", nhwc ", show(conv_ms[i][1]));
+    if (image_reorder[i] > 0) text += str_cat(" + image reorder ", fmt_ms(image_reorder[i]));
+    if (flipped < kUnavailable / 2) {
+      text += str_cat("; ", labels[i] == 1 ? "nChw16c" : "nhwc", " would cost ", fmt_ms(flipped), " more with reorders");
+    }
+    why[item.node->name()] = std::move(text);
+  }
+}
 
 }  // namespace
 
 Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
-  // OPFUSE_LAYOUT=nhwc | nchw8c | nchw16c overrides the measured default, for benchmarking.
-  int64_t block = kDefaultBlock;
-  if (const char* env = std::getenv("OPFUSE_LAYOUT")) {
-    const std::string v = env;
-    block = v == "nhwc" ? 0 : v == "nchw8c" ? 8 : v == "nchw16c" ? 16 : block;
+  if (!context.fusion.rule_enabled(kPass)) return false;
+  (void)kMeasureRuleRegistered;
+  std::map<std::string, int64_t> choice;
+  std::map<std::string, std::string> why;
+  if (context.fusion.rule_enabled(kMeasureRule)) {
+    LayoutStructure structure;
+    PassContext scratch;  // the dry run's refusals are recorded by the real run
+    scratch.fusion = context.fusion;
+    OPFUSE_TRY(LayoutPass(graph, scratch, {}, {}, &structure).run().status());
+    bool any_conv = false;
+    for (const auto& item : structure.items) any_conv |= item.conv;
+    if (any_conv) {
+      MeasuringLayoutTimer measuring;
+      LayoutTimer* timer = injected_layout_timer();
+      choose_layouts(structure, timer != nullptr ? *timer : measuring, choice, why);
+    }
   }
-  return LayoutPass(graph, context, block).run();
+  return LayoutPass(graph, context, std::move(choice), std::move(why), nullptr).run();
 }
 
 }  // namespace opfuse

@@ -3,7 +3,7 @@
 // the logical [N, C, H, W] (C <= Cb * b; oneDNN pads C up to a multiple of b the same way), or
 // its nhwc memory when Cb = 1 and b = C (channels-last). So
 // the kernels only describe the same buffers with blocked memory descriptors:
-//   opfuse::ToBlocked / FromBlocked -> one oneDNN reorder (it writes zeros into padded lanes);
+//   opfuse::ToBlocked / FromBlocked / Reblock -> one oneDNN reorder (it writes zeros into padded lanes);
 //   opfuse::BlockedConv            -> convolution_forward with blocked src (or plain nchw for a
 //                                      first conv) and dst, the epilogue as post-ops (the residual
 //                                      add as a binary post-op reading the blocked R).
@@ -54,6 +54,12 @@ std::optional<ReorderGeometry> reorder_geometry(const KernelCompileContext& ctx)
   const auto x = static_f32_dims(node.input(0));
   const auto y = static_f32_dims(node.output(0));
   if (!x || !y) return std::nullopt;
+  if (node.op_type() == "Reblock") {  // blocked -> blocked: both hold `channels`
+    const int64_t c = AttrReader(node).get_int("channels");
+    const auto from = logical_dims(*x, c), to = logical_dims(*y, c);
+    if (!from || !to || *from != *to) return std::nullopt;
+    return ReorderGeometry{*x, *y, blocked_desc(*from, (*x)[4]), blocked_desc(*to, (*y)[4])};
+  }
   const bool to_blocked = node.op_type() == "ToBlocked";
   const Dims& plain = to_blocked ? *x : *y;
   const Dims& blocked = to_blocked ? *y : *x;
@@ -193,6 +199,9 @@ KernelImpl onednn_to_blocked_kernel() {
 }
 KernelImpl onednn_from_blocked_kernel() {
   return {"onednn.reorder", "FromBlocked", reorder_supports, reorder_create};
+}
+KernelImpl onednn_reblock_kernel() {
+  return {"onednn.reorder", "Reblock", reorder_supports, reorder_create};
 }
 KernelImpl onednn_blocked_conv_kernel() {
   return {"onednn.blocked_conv", "BlockedConv", blocked_conv_supports, blocked_conv_create};

@@ -7,6 +7,7 @@ namespace opfuse::onednn {
 
 KernelImpl onednn_to_blocked_kernel();    // "onednn.reorder": opfuse::ToBlocked
 KernelImpl onednn_from_blocked_kernel();  // "onednn.reorder": opfuse::FromBlocked
+KernelImpl onednn_reblock_kernel();       // "onednn.reorder": opfuse::Reblock
 KernelImpl onednn_blocked_conv_kernel();  // "onednn.blocked_conv": opfuse::BlockedConv
 
 }  // namespace opfuse::onednn

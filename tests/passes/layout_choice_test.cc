@@ -1,0 +1,195 @@
+// The O3 layout choice: the exact solver (passes/layout_choice.h) against brute force and
+// hand-worked cases, and the layout pass with injected conv and reorder timings.
+#include "passes/layout_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "ir/text_format.h"
+#include "passes/layout_measure.h"
+#include "passes/pass.h"
+#include "runtime/eager.h"
+#include "runtime/session.h"
+
+namespace opfuse {
+namespace {
+
+constexpr double kFixed = 1e6;  // a cost that pins a node to the other label
+
+TEST(LayoutChoiceTest, OneConvSwitchesOnlyWhenItPaysForBothReorders) {
+  // A -> B -> C; B is 0.08 faster on label 1; a switch costs a reorder in and one out.
+  LayoutProblem p;
+  p.cost = {{1, kFixed}, {1.0, 0.92}, {1, kFixed}};
+  p.groups = {{{0, 1}, 0.05}, {{1, 2}, 0.05}};
+  EXPECT_EQ(solve_layouts(p), (std::vector<int>{0, 0, 0}));  // 0.08 < 0.10
+  p.groups = {{{0, 1}, 0.03}, {{1, 2}, 0.03}};
+  EXPECT_EQ(solve_layouts(p), (std::vector<int>{0, 1, 0}));  // 0.08 > 0.06
+  EXPECT_NEAR(total_cost(p, {0, 1, 0}), 1 + 0.92 + 1 + 0.06, 1e-9);
+}
+
+TEST(LayoutChoiceTest, ARunOfSmallGainsAmortisesTheReorders) {
+  // X -> A -> B -> C -> Y with X, Y pinned to label 0: each of A, B, C alone gains 0.04 < 2 x 0.05,
+  // together 0.12 > 0.10 (a greedy walk one node at a time never switches).
+  LayoutProblem p;
+  p.cost = {{0, kFixed}, {1, 0.96}, {1, 0.96}, {1, 0.96}, {0, kFixed}};
+  for (int i = 0; i < 4; ++i) p.groups.push_back({{i, i + 1}, 0.05});
+  EXPECT_EQ(solve_layouts(p), (std::vector<int>{0, 1, 1, 1, 0}));
+}
+
+TEST(LayoutChoiceTest, ATensorReadByTwoSwitchedReadersIsReorderedOnce) {
+  // P (pinned 0) feeds R1 and R2, each 0.04 faster on label 1; one shared reorder of 0.07.
+  LayoutProblem p;
+  p.cost = {{0, kFixed}, {1, 0.96}, {1, 0.96}};
+  p.groups = {{{0, 1, 2}, 0.07}};
+  EXPECT_EQ(solve_layouts(p), (std::vector<int>{0, 1, 1}));  // 0.08 > 0.07
+  EXPECT_NEAR(total_cost(p, {0, 1, 0}), 0 + 0.96 + 1 + 0.07, 1e-9);
+  p.groups = {{{0, 1, 2}, 0.09}};
+  EXPECT_EQ(solve_layouts(p), (std::vector<int>{0, 0, 0}));
+}
+
+TEST(LayoutChoiceTest, TiesKeepLabelZero) {
+  LayoutProblem p;
+  p.cost = {{1, 1}, {2, 2}};
+  p.groups = {{{0, 1}, 0.5}};
+  EXPECT_EQ(solve_layouts(p), (std::vector<int>{0, 0}));
+}
+
+TEST(LayoutChoiceTest, MatchesBruteForceOnRandomProblems) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + trial % 9;
+    LayoutProblem p;
+    for (int i = 0; i < n; ++i) p.cost.push_back({u(rng), u(rng)});
+    const int groups = static_cast<int>(u(rng) * 2 * n);
+    for (int g = 0; g < groups; ++g) {
+      LayoutProblem::Group group;
+      for (int i = 0; i < n; ++i) {
+        if (u(rng) < 0.35) group.members.push_back(i);
+      }
+      group.cost = u(rng) * 0.5;
+      p.groups.push_back(group);
+    }
+    double best = 1e300;
+    for (int mask = 0; mask < (1 << n); ++mask) {
+      std::vector<int> labels(n);
+      for (int i = 0; i < n; ++i) labels[i] = (mask >> i) & 1;
+      best = std::min(best, total_cost(p, labels));
+    }
+    EXPECT_NEAR(total_cost(p, solve_layouts(p)), best, 1e-9) << "trial " << trial;
+  }
+}
+
+// ---------------------------------------------------------------- the pass, injected timings
+
+class FakeTimer : public LayoutTimer {
+ public:
+  std::map<std::string, std::array<double, 2>> conv;  // node name -> {nChw16c, nhwc}
+  double reorder = 0.1;
+  double conv_ms(const Node& node, int64_t block, bool) override {
+    auto it = conv.find(node.name());
+    const auto t = it == conv.end() ? std::array<double, 2>{1.0, 2.0} : it->second;
+    return block == 0 ? t[1] : t[0];
+  }
+  double reorder_ms(const std::vector<int64_t>&) override { return reorder; }
+};
+
+constexpr const char* kChain = R"(graph @main opset 13 (%x: f32[1,3,12,12]) {
+  %w1: f32[32,3,3,3] = const splat 0.125
+  %w2: f32[32,32,3,3] = const splat 0.0625
+  %w3: f32[16,32,1,1] = const splat 0.25
+  %c1: f32[1,32,12,12] = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv1
+  %r1: f32[1,32,12,12] = Relu(%c1) #relu1
+  %c2: f32[1,32,12,12] = Conv(%r1, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv2
+  %r2: f32[1,32,12,12] = Tanh(%c2) #tanh2
+  %c3: f32[1,16,12,12] = Conv(%r2, %w3) {kernel_shape = [1, 1]} #conv3
+  return %c3
+}
+)";
+
+struct Layouts {
+  std::map<std::string, int64_t> conv_block;  // BlockedConv name -> block
+  int reblocks = 0;
+};
+
+Layouts run_layout(FakeTimer& timer) {
+  auto g = parse_graph(kChain);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  ScopedLayoutTimer scoped(&timer);
+  PipelineOptions options;
+  options.verify_after_each = true;
+  options.passes = std::vector<std::string>{"layout", "dce"};
+  PassContext ctx;
+  EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
+  Layouts out;
+  for (const Node* n : g->nodes()) {
+    if (n->op_type() == "BlockedConv") out.conv_block[n->name()] = std::get<int64_t>(n->attrs.at("block"));
+    out.reblocks += n->op_type() == "Reblock";
+  }
+  return out;
+}
+
+TEST(LayoutChoicePassTest, ConvSwitchesToNhwcWhenItsGainCoversTheReorders) {
+  FakeTimer timer;
+  timer.conv["conv2"] = {1.0, 0.5};  // 0.5 faster on nhwc
+  timer.reorder = 0.1;               // two reorders: 0.2
+  const Layouts l = run_layout(timer);
+  EXPECT_EQ(l.conv_block, (std::map<std::string, int64_t>{{"conv1", 16}, {"conv2", 0}, {"conv3", 16}}));
+  EXPECT_EQ(l.reblocks, 2);
+}
+
+TEST(LayoutChoicePassTest, ConvStaysBlockedWhenReordersCostMoreThanItGains) {
+  FakeTimer timer;
+  timer.conv["conv2"] = {1.0, 0.5};
+  timer.reorder = 0.3;  // two reorders: 0.6 > 0.5
+  const Layouts l = run_layout(timer);
+  EXPECT_EQ(l.conv_block, (std::map<std::string, int64_t>{{"conv1", 16}, {"conv2", 16}, {"conv3", 16}}));
+  EXPECT_EQ(l.reblocks, 0);
+}
+
+TEST(LayoutChoicePassTest, NhwcTailNeedsOneReorder) {
+  FakeTimer timer;
+  timer.conv["conv2"] = {1.0, 0.8};
+  timer.conv["conv3"] = {1.0, 0.8};
+  timer.reorder = 0.3;  // one reorder (0.3) for 0.4 gained
+  const Layouts l = run_layout(timer);
+  EXPECT_EQ(l.conv_block, (std::map<std::string, int64_t>{{"conv1", 16}, {"conv2", 0}, {"conv3", 0}}));
+  EXPECT_EQ(l.reblocks, 1);
+}
+
+TEST(LayoutChoicePassTest, MixedLayoutsComputeWhatEagerComputes) {
+  FakeTimer timer;
+  timer.conv["conv2"] = {1.0, 0.5};
+  timer.reorder = 0.1;
+  ScopedLayoutTimer scoped(&timer);
+  auto g = parse_graph(kChain);
+  ASSERT_TRUE(g.is_ok());
+  std::vector<float> x(3 * 12 * 12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  TensorMap inputs = {{"x", Tensor::from_vector<float>({1, 3, 12, 12}, x)}};
+  auto expected = run_eager(*g, inputs);
+  ASSERT_TRUE(expected.is_ok()) << expected.status().message();
+  SessionOptions options;
+  options.mode = ExecutionMode::kGraph;
+  options.level = OptLevel::kO3;
+  auto session = Session::create(g->clone(), options);
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  auto got = session->run(inputs);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  auto plan = session->plan_for(inputs);
+  ASSERT_TRUE(plan.is_ok());
+  int reorders = 0;
+  for (const std::string& step : (*plan)->describe_steps()) reorders += step.find("Reblock") != std::string::npos;
+  EXPECT_EQ(reorders, 2) << "conv2 runs nhwc between nChw16c neighbours";
+  const Tensor& e = expected->at("c3");
+  const Tensor& a = got->at("c3");
+  ASSERT_EQ(e.dims(), a.dims());
+  const auto ev = e.to_float_vector(), av = a.to_float_vector();
+  for (size_t i = 0; i < ev.size(); ++i) ASSERT_NEAR(av[i], ev[i], 1e-3 * (1 + std::fabs(ev[i]))) << i;
+}
+
+}  // namespace
+}  // namespace opfuse
