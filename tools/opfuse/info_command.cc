@@ -44,6 +44,12 @@ Status print_compiled(const InfoArgs& args, const ModelSummary& summary) {
     std::printf("  %-16s applied %d, refused %d\n", pass.c_str(), counts.first, counts.second);
   }
   for (const auto& [reason, count] : reasons) std::printf("    refused %dx (%s)\n", count, reason.c_str());
+  // O3: each conv's measured layout choice (passes/layout.cc), with the timings behind it.
+  for (const PassDecision& d : plan->pass_decisions()) {
+    if (d.pass == "layout" && d.applied && d.what.find("(measured") != std::string::npos) {
+      std::printf("    %s\n", d.what.c_str());
+    }
+  }
   std::map<std::string, int> kernels;
   for (const std::string& step : plan->describe_steps()) {
     ++kernels[step.substr(step.rfind("-> ") + 3)];
