@@ -540,6 +540,7 @@ std::string fmt_ms(double ms) {
 void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::string, int64_t>& choice,
                     std::map<std::string, std::string>& why) {
   constexpr double kUnavailable = 1e9;  // a layout without a fast kernel is never chosen
+  constexpr double kNoiseMargin = 0.05;
   LayoutProblem problem;
   std::vector<std::array<double, 2>> conv_ms(s.items.size(), {0, 0});
   std::vector<double> image_reorder(s.items.size(), 0);
@@ -552,7 +553,10 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::
       // On nhwc a first conv's image needs a reorder that nChw16c reads without.
       if (item.x_plain) image_reorder[i] = std::max(0.0, timer.reorder_ms(*known_dims(item.node->input(0))));
       conv_ms[i] = {blocked, nhwc};
-      cost = {blocked < 0 ? kUnavailable : blocked, nhwc < 0 ? kUnavailable : nhwc + image_reorder[i]};
+      // nhwc must win by kNoiseMargin: a measurement a few percent apart is noise on a busy
+      // machine, and flipping on noise only adds reorders.
+      cost = {blocked < 0 ? kUnavailable : blocked,
+              nhwc < 0 ? kUnavailable : nhwc * (1 + kNoiseMargin) + image_reorder[i]};
       if (blocked < 0 && nhwc < 0) cost = {0, kUnavailable};
     }
     problem.cost.push_back(cost);
