@@ -111,12 +111,11 @@ int count_op(const Graph& g, const std::string& op) {
 }
 
 // Unfused eager vs fused eager vs graph mode O2.
-void check(const Case& c, MaskFill fill = MaskFill::kRandom) {
-  auto parsed = parse_graph(attention_text(c));
-  ASSERT_TRUE(parsed.is_ok()) << parsed.status().message() << "\n" << attention_text(c);
+void check_graph(const std::string& text, const TensorMap& inputs) {
+  auto parsed = parse_graph(text);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().message() << "\n" << text;
   Graph original = std::move(parsed).value();
   ASSERT_TRUE(infer_shapes(original).is_ok());
-  const TensorMap inputs = inputs_for(c, fill);
   auto want = run_eager(original, inputs);
   ASSERT_TRUE(want.is_ok()) << want.status().message();
 
@@ -145,6 +144,8 @@ void check(const Case& c, MaskFill fill = MaskFill::kRandom) {
   ASSERT_TRUE(out.is_ok()) << out.status().message();
   EXPECT_LE(max_relative_difference(*out, *want), 1e-4) << "graph mode O2 (cpu.attention)";
 }
+
+void check(const Case& c, MaskFill fill = MaskFill::kRandom) { check_graph(attention_text(c), inputs_for(c, fill)); }
 
 TEST(AttentionFusionTest, BertShapeWithKeyPaddingMask) {
   check({.batch = 2, .q_len = 5, .kv_len = 5, .heads = 3, .head_dim = 4, .v_head_dim = 4, .mask = {2, 1, 1, 5}});
@@ -204,6 +205,33 @@ TEST(AttentionFusionTest, RowsMaskedEntirelyWithMinusInfinityAreNaNLikeTheUnfuse
   // Over two key blocks, the first one masked entirely for some rows: finite results.
   check({.batch = 1, .q_len = 4, .kv_len = 600, .heads = 1, .head_dim = 4, .v_head_dim = 4, .mask = {1, 1, 4, 600}},
         MaskFill::kInfFirstBlock);
+}
+
+TEST(AttentionFusionTest, TorchMultiheadAttentionLayout) {
+  // What torch.nn.MultiheadAttention (torch 1.13, opset 13) exports after O1, for L=5, N=2,
+  // E=32, 4 heads: q, k, v [L, N*heads, D] (the projections reshaped), heads merged with the
+  // batch by a batched MatMul, Q divided by sqrt(D), K^T by one Transpose (1, 2, 0), an [L, L]
+  // mask unsqueezed to [1, L, L]. Fused as layouts "SHD" (H = N*heads), the mask broadcast.
+  const std::string text = R"IR(graph @main opset 13 (%q: f32[5,8,8], %k: f32[5,8,8], %v: f32[5,8,8], %mask: f32[1,5,5]) {
+  %c: f32[] = const [2.828427]
+  %qt: f32[8,5,8] = Transpose(%q) {perm = [1, 0, 2]}
+  %vt: f32[8,5,8] = Transpose(%v) {perm = [1, 0, 2]}
+  %qs: f32[8,5,8] = Div(%qt, %c)
+  %kt: f32[8,8,5] = Transpose(%k) {perm = [1, 2, 0]}
+  %s: f32[8,5,5] = MatMul(%qs, %kt)
+  %a: f32[8,5,5] = Add(%s, %mask)
+  %p: f32[8,5,5] = Softmax(%a) {axis = -1}
+  %o: f32[8,5,8] = MatMul(%p, %vt)
+  %y: f32[5,8,8] = Transpose(%o) {perm = [1, 0, 2]}
+  return %y
+})IR";
+  TensorMap in;
+  in["q"] = random_tensor({5, 8, 8}, 21, -2, 2);
+  in["k"] = random_tensor({5, 8, 8}, 22, -2, 2);
+  in["v"] = random_tensor({5, 8, 8}, 23);
+  in["mask"] = random_tensor({1, 5, 5}, 24);
+  in["mask"].data<float>()[7] = -1e4f;
+  check_graph(text, in);
 }
 
 TEST(AttentionFusionTest, ReferenceMatchesNumPy) {
