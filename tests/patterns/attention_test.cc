@@ -234,6 +234,29 @@ TEST(AttentionFusionTest, TorchMultiheadAttentionLayout) {
   check_graph(text, in);
 }
 
+TEST(AttentionFusionTest, UnusualLayoutsReadThroughStrides) {
+  // Q stored [B,H,D,Sq] (its rows are columns: the GEMM transposes A), V stored [D,S,B,H]
+  // (neither axis contiguous: packed), the output written [Dv,Sq,B,H] (strided stores).
+  const std::string text = R"IR(graph @main opset 13 (%qt: f32[1,2,4,5], %kt: f32[1,2,4,6], %vx: f32[3,6,1,2], %mask: f32[1,1,5,6]) {
+  %c: f32[] = const [0.5]
+  %q: f32[1,2,5,4] = Transpose(%qt) {perm = [0, 1, 3, 2]}
+  %v: f32[1,2,6,3] = Transpose(%vx) {perm = [2, 3, 1, 0]}
+  %s: f32[1,2,5,6] = MatMul(%q, %kt)
+  %sc: f32[1,2,5,6] = Mul(%s, %c)
+  %a: f32[1,2,5,6] = Add(%sc, %mask)
+  %p: f32[1,2,5,6] = Softmax(%a) {axis = -1}
+  %o: f32[1,2,5,3] = MatMul(%p, %v)
+  %y: f32[3,5,1,2] = Transpose(%o) {perm = [3, 2, 0, 1]}
+  return %y
+})IR";
+  TensorMap in;
+  in["qt"] = random_tensor({1, 2, 4, 5}, 31, -2, 2);
+  in["kt"] = random_tensor({1, 2, 4, 6}, 32, -2, 2);
+  in["vx"] = random_tensor({3, 6, 1, 2}, 33);
+  in["mask"] = random_tensor({1, 1, 5, 6}, 34);
+  check_graph(text, in);
+}
+
 TEST(AttentionFusionTest, ReferenceMatchesNumPy) {
   // B=1, S=3, H=2, D=2, scale 0.5, mask [0, 0, -1e4] on the keys; the expected output computed
   // with NumPy (reshape/transpose heads, softmax, merge).

@@ -7,6 +7,9 @@
 // rescaled by exp(old max - new max) and the tile's P*V added. The output block is divided by the
 // row sums and written through the output's strides. The full score matrix never exists.
 // A row whose every score is -inf gets sum 0 and so NaN, as the unfused Softmax gives.
+// Measured against a Highway register-blocked tile GEMM (4 rows x 2 vectors, broadcast-FMA, K^T
+// packed per key block) on BERT-base's attention (S 128, 12 heads, D 64, one layer, 2 threads):
+// dnnl_sgemm ~1.05 ms median vs ~1.3 ms, so the tiles go to oneDNN (the unfused chain: ~1.8 ms).
 #ifndef OPFUSE_KERNELS_CPU_ATTENTION_KERNEL_DECLS_
 #define OPFUSE_KERNELS_CPU_ATTENTION_KERNEL_DECLS_
 #include <algorithm>
