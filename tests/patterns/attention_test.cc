@@ -285,6 +285,18 @@ TEST(AttentionFusionTest, ReferenceMatchesNumPy) {
   EXPECT_LE(max_relative_difference(out->at("y"), want), 1e-6);
 }
 
+TEST(AttentionFusionTest, SymbolicBatchInfersTheOutput) {
+  auto g = parse_graph(R"IR(graph @main opset 13 (%q: f32[batch,3,8], %k: f32[batch,7,8], %v: f32[batch,7,6]) {
+  %y = opfuse::FusedAttention(%q, %k, %v) {num_heads = 2, q_layout = "BS(HD)", k_layout = "BS(HD)", v_layout = "BS(HD)", out_layout = "BHSD"}
+  return %y
+})IR");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  const Value* y = g->outputs().front();
+  ASSERT_TRUE(y->shape.has_value());
+  EXPECT_EQ(shape_to_string(*y->shape), "[batch,2,3,3]");
+}
+
 TEST(AttentionFusionTest, BadLayoutsAreUserErrors) {
   auto g = parse_graph(R"IR(graph @main opset 13 (%q: f32[1,3,4], %k: f32[1,3,4], %v: f32[1,3,4]) {
   %y: f32[1,3,4] = opfuse::FusedAttention(%q, %k, %v) {num_heads = 3, q_layout = "BS(HD)", k_layout = "BS(HD)", v_layout = "BS(HD)", out_layout = "BS(HD)"}
