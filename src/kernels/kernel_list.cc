@@ -12,6 +12,7 @@
 namespace opfuse {
 
 KernelImpl fused_region_kernel_impl();  // kernels/cpu/fused_region_kernel.cc
+KernelImpl fused_attention_kernel_impl();  // kernels/cpu/attention_kernel.cc
 
 const std::vector<KernelImpl>& all_kernels() {
   static const std::vector<KernelImpl> kernels = [] {
@@ -31,6 +32,8 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_global_max_pool_kernel(),
         // Region fusion's generated kernels (codegen/: FusedProgram on the Highway backend).
         fused_region_kernel_impl(),
+        // Streaming attention (opfuse::FusedAttention): oneDNN sgemm tiles + online softmax.
+        fused_attention_kernel_impl(),
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
