@@ -30,6 +30,10 @@ struct FusionConfig {
   // Bytes of intermediate memory the compiled plan may use (0: no limit). A fusion that would
   // need more (e.g. a duplicated producer) is refused.
   int64_t memory_budget_bytes = 0;
+  // O3 layout: time each conv in nChw16c and nhwc at compile time and choose per conv
+  // (passes/layout.cc). Off by default: it makes compiles nondeterministic and slower, and on this
+  // machine it has not yet shown a measurable end-to-end gain over all-nChw16c.
+  bool measure_layouts = false;
 
   bool rule_enabled(std::string_view rule) const;
   // Whether `node` may be part of any fusion (its op type is not disabled and its name matches

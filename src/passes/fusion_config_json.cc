@@ -13,7 +13,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kKeys[] = {"level", "disable", "enable_only", "disable_op_types", "exclude",
-                                 "region_threshold", "max_region_nodes", "memory_budget"};
+                                 "region_threshold", "max_region_nodes", "memory_budget",
+                                 "measure_layouts"};
 
 Result<std::vector<std::string>> string_list(const json& value, const std::string& where) {
   if (!value.is_array()) return Status::user_error(str_cat(where, " must be a list of strings"));
@@ -84,6 +85,9 @@ Result<FusionConfigFile> parse_fusion_config_json(std::string_view text, const s
     } else if (key == "max_region_nodes") {
       if (!value.is_number_integer()) return Status::user_error(str_cat(where, " must be an integer"));
       f.max_region_nodes = value.get<int>();
+    } else if (key == "measure_layouts") {
+      if (!value.is_boolean()) return Status::user_error(str_cat(where, " must be true or false"));
+      f.measure_layouts = value.get<bool>();
     } else if (key == "memory_budget") {
       if (value.is_number_integer()) {
         f.memory_budget_bytes = value.get<int64_t>();
@@ -119,6 +123,7 @@ std::string fusion_config_to_json(const FusionConfig& config) {
   j["region_threshold"] = config.region_min_traffic_saving;
   j["max_region_nodes"] = config.max_region_nodes;
   j["memory_budget"] = config.memory_budget_bytes;
+  j["measure_layouts"] = config.measure_layouts;
   return j.dump();
 }
 

@@ -8,7 +8,8 @@
 //     "exclude": ["/fc/*", "/Flatten"],       // node-name globs never fused
 //     "region_threshold": 0.3,                // min fraction of memory traffic a region must save
 //     "max_region_nodes": 64,
-//     "memory_budget": "512MiB"               // or a number of bytes; 0: no limit
+//     "memory_budget": "512MiB",              // or a number of bytes; 0: no limit
+//     "measure_layouts": false                // O3: time nChw16c vs nhwc per conv and choose
 //   }
 //
 // Unknown keys, wrong types, unknown rules and op types are user errors naming the file and key.

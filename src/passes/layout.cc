@@ -31,7 +31,7 @@
 // into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
 // Layouts: nChw16c (block 16, one AVX-512 vector) or channels-last nhwc (block 0: f32
 // [N, 1, H, W, C], where oneDNN picks its brgconv kernels), chosen per conv by measurement
-// (rule "layout_measure"; without it every conv is nChw16c). nChw8c runs oneDNN 2.6's AVX2
+// (FusionConfig::measure_layouts, off by default; without it every conv is nChw16c). nChw8c runs oneDNN 2.6's AVX2
 // kernels on this AVX-512 machine, 1.5-4x slower (docs/benchmarks.md), so it is not a candidate.
 // Per conv, nhwc brgconv is 15-20% faster on ResNet-50's 3x3 convs at 56x56 and 28x28, while
 // nChw16c wins on 1x1 convs with a residual sum and on the 7x7 stem. The choice:
@@ -66,9 +66,6 @@ namespace {
 
 constexpr std::string_view kPass = "layout";
 // Switched off: no measuring, every conv on kDefaultBlock (deterministic compiles, for tests).
-constexpr std::string_view kMeasureRule = "layout_measure";
-const bool kMeasureRuleRegistered =
-    (register_fusion_rule(kMeasureRule, "O3 layout: time each conv in nChw16c and nhwc and choose (else all nChw16c)"), true);
 // nChw16c (16) or channels-last (0); see the note on layouts above.
 constexpr int64_t kDefaultBlock = 16;
 // A conv reading at most this many plain channels takes them plain (oneDNN's first-conv kernel).
@@ -593,10 +590,9 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::
 
 Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
   if (!context.fusion.rule_enabled(kPass)) return false;
-  (void)kMeasureRuleRegistered;
   std::map<std::string, int64_t> choice;
   std::map<std::string, std::string> why;
-  if (context.fusion.rule_enabled(kMeasureRule)) {
+  if (context.fusion.measure_layouts) {
     LayoutStructure structure;
     PassContext scratch;  // the dry run's refusals are recorded by the real run
     scratch.fusion = context.fusion;

@@ -1,7 +1,7 @@
 // Compile-time timings the O3 layout pass chooses by (passes/layout.cc): a conv as the
 // BlockedConv kernel graph mode would run, in each candidate layout, and a reorder between
-// layouts. Measuring makes compilation nondeterministic; FusionConfig's rule "layout_measure"
-// switched off gives the fixed heuristic (every conv on nChw16c) instead.
+// layouts. Measuring makes compilation nondeterministic, so it runs only when
+// FusionConfig::measure_layouts asks for it; otherwise every conv is on nChw16c.
 #pragma once
 
 #include <cstdint>

@@ -54,7 +54,6 @@ Status run_case(const std::string& text, const golden::RunSpec& run, std::string
   options.verify_after_each = true;
   options.passes = run.passes;
   // Goldens are deterministic: the layout pass uses its fixed heuristic, not timings.
-  options.fusion.disabled_rules.insert("layout_measure");
   OptLevel level = OptLevel::kO0;
   if (!run.passes) {
     auto parsed = parse_opt_level(run.level);

@@ -122,6 +122,7 @@ Layouts run_layout(FakeTimer& timer) {
   PipelineOptions options;
   options.verify_after_each = true;
   options.passes = std::vector<std::string>{"layout", "dce"};
+  options.fusion.measure_layouts = true;
   PassContext ctx;
   EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
   Layouts out;
@@ -175,6 +176,7 @@ TEST(LayoutChoicePassTest, MixedLayoutsComputeWhatEagerComputes) {
   SessionOptions options;
   options.mode = ExecutionMode::kGraph;
   options.level = OptLevel::kO3;
+  options.pipeline.fusion.measure_layouts = true;
   auto session = Session::create(g->clone(), options);
   ASSERT_TRUE(session.is_ok()) << session.status().message();
   auto got = session->run(inputs);

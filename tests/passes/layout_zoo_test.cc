@@ -27,7 +27,6 @@ TEST(LayoutZooTest, ResnetTinyIsBlockedEndToEnd) {
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   PipelineOptions options;
   options.verify_after_each = true;
-  options.fusion.disabled_rules.insert("layout_measure");  // the fixed heuristic: all nChw16c
   PassContext ctx;
   ASSERT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
   EXPECT_EQ(count_op(*g, "Conv") + count_op(*g, "FusedConv"), 0);

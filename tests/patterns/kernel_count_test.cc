@@ -29,7 +29,6 @@ Result<Plan> plan_at(const std::string& path, const TensorMap& inputs, OptLevel 
   options.mode = ExecutionMode::kGraph;
   options.level = level;
   // Counts assume the fixed layout heuristic (every conv nChw16c), not measured choices.
-  options.pipeline.fusion.disabled_rules.insert("layout_measure");
   OPFUSE_ASSIGN_OR_RETURN(Session session, Session::create(std::move(graph), options));
   OPFUSE_ASSIGN_OR_RETURN(auto plan, session.plan_for(inputs));
   Plan out;

@@ -44,7 +44,6 @@ Result<Session> open(const std::string& name) {
   options.threads = 1;
   // Results are compared bit for bit across separately compiled sessions: measured layout
   // choices could differ between compiles (and so the summation order), the fixed ones cannot.
-  options.pipeline.fusion.disabled_rules.insert("layout_measure");
   return Session::create(std::move(graph), options);
 }
 

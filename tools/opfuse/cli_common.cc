@@ -58,6 +58,8 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view defa
                     "region fusion: min fraction of memory traffic saved (default 0.3)");
   group->add_option("--max-region-nodes", flags.max_region_nodes, "region fusion: max nodes per region (default 64)");
   group->add_option("--memory-budget", flags.memory_budget, "bytes of intermediates allowed, e.g. 512MiB (0: no limit)");
+  group->add_flag("--measure-layouts", flags.measure_layouts,
+                  "O3: time each conv in nChw16c and nhwc while compiling and choose per conv");
   group->add_option("--fusion-config", flags.fusion_config, "JSON fusion config file (flags add to it)");
   cmd->add_option("--threads", flags.threads, "OpenMP threads (0: all cores)")->default_val(0);
   cmd->add_flag("--print-after-all", flags.print_after_all,
@@ -113,6 +115,7 @@ Result<FusionConfig> fusion_config(const SessionFlags& flags) {
     if (!bytes.is_ok()) return Status::user_error(str_cat("--memory-budget: ", bytes.status().message()));
     config.memory_budget_bytes = *bytes;
   }
+  if (flags.measure_layouts) config.measure_layouts = true;
   OPFUSE_TRY(validate_fusion_config(config));
   return config;
 }

@@ -34,6 +34,7 @@ struct SessionFlags {
   std::string passes;
   std::vector<std::string> disable, enable_only, disable_op, exclude;
   std::string region_threshold, max_region_nodes, memory_budget;  // empty: not given
+  bool measure_layouts = false;
   std::string fusion_config;  // JSON file (passes/fusion_config_json.h)
   const CLI::Option* level_option = nullptr;  // set by add_session_flags: was --level given?
   LimitFlags limits;
