@@ -56,11 +56,17 @@ struct FusedTile {
   const int32_t* store_instr;  // stores: instruction and tile start in the output
   float* const* store_out;
   size_t num_stores;
+  size_t num_prefetch;      // the first moving loads read memory in place: prefetched ahead
   bool stream;              // non-temporal stores (outputs much larger than the cache, aligned)
   size_t n;
 };
-// Vectors in a register-mode block (one jump per op and block: more vectors amortise it).
-constexpr size_t kFusedVectors = 8;
+// Vectors in a register-mode block (one jump per op and block: more vectors amortise it; 16
+// measured faster than 8, 8 than 4).
+constexpr size_t kFusedVectors = 16;
+// Register mode prefetches in-place loads 8 KiB ahead: the interpreter's work per block keeps
+// fewer loads in flight than a hand-written loop, and the hardware prefetcher alone left the
+// arithmetic chain at ~75% of triad bandwidth (~95% with this).
+constexpr size_t kPrefetchFloats = 2048;
 }  // namespace opfuse::hwy_cpu
 #endif
 
@@ -163,7 +169,13 @@ void RunFused(const FusedTile& t) {
   };
   size_t j = 0;
   for (; j + B <= t.n; j += B) {
-    for (size_t k = 0; k < t.num_moving; ++k) t.cur[t.moving[k]] = t.moving_base[k] + j;
+    for (size_t k = 0; k < t.num_moving; ++k) {
+      t.cur[t.moving[k]] = t.moving_base[k] + j;
+      if (k < t.num_prefetch) {
+        const float* ahead = t.moving_base[k] + j + kPrefetchFloats;
+        for (size_t l = 0; l < B; l += 16) hwy::Prefetch(ahead + l);
+      }
+    }
     body();
     for (size_t k = 0; k < t.num_stores; ++k) {
       const float* v = t.cur[t.store_instr[k]];
@@ -332,9 +344,11 @@ class HwyProgram final : public CompiledProgram {
       for (size_t i = 0; i < count; ++i) {
         if (p_.code[i].kind == InstrKind::kOp) fused_ops_.push_back(static_cast<int32_t>(i));
         if (p_.code[i].kind != InstrKind::kLoad || modes_[p_.code[i].a] == LoadMode::kSplat) continue;
-        moving_.push_back(static_cast<int32_t>(i));
         if (modes_[p_.code[i].a] != LoadMode::kContiguous) gathered_.push_back(static_cast<int32_t>(i));
+        if (modes_[p_.code[i].a] == LoadMode::kContiguous) moving_.push_back(static_cast<int32_t>(i));
       }
+      num_in_place_ = moving_.size();  // in-place loads first, then the gathered ones
+      moving_.insert(moving_.end(), gathered_.begin(), gathered_.end());
       for (const ProgramStore& s : p_.stores) {
         store_instr_.push_back(s.instr);
         out_bytes += numel_ * static_cast<int64_t>(sizeof(float));
@@ -455,7 +469,7 @@ class HwyProgram final : public CompiledProgram {
       for (size_t k = 0; k < moving_.size(); ++k) moving_pad[k] = const_cast<float*>(cur[moving_[k]]);
       hwy_cpu::FusedTile tile{code_.data(), cur.data(), fused_ops_.data(), fused_ops_.size(), moving_.data(),
                               moving_base.data(), moving_pad.data(), moving_.size(), store_instr_.data(),
-                              store_out.data(), store_out.size(), false, 0};
+                              store_out.data(), store_out.size(), num_in_place_, false, 0};
 #pragma omp for schedule(dynamic, chunk)
       for (int64_t t = 0; t < num_tiles_; ++t) {
         int64_t start, n;
@@ -573,6 +587,7 @@ class HwyProgram final : public CompiledProgram {
 
   FusedProgram p_;
   bool register_mode_ = false;
+  size_t num_in_place_ = 0;
   bool stream_ = false;
   std::vector<int32_t> fused_ops_, moving_, gathered_, store_instr_;
   std::vector<ExecInstr> code_;
