@@ -55,6 +55,8 @@ struct FusedTile {
   size_t num_moving;
   const int32_t* store_instr;  // stores: instruction and tile start in the output
   float* const* store_out;
+  const int32_t* op_store;     // per op: the store it writes directly (its only reader), or -1
+  const uint8_t* store_written;  // per store: written directly by its op (full blocks)
   size_t num_stores;
   size_t num_prefetch;      // the first moving loads read memory in place: prefetched ahead
   bool stream;              // non-temporal stores (outputs much larger than the cache, aligned)
@@ -148,21 +150,29 @@ void RunFused(const FusedTile& t) {
   constexpr size_t U = kFusedVectors;
   const DF d;
   const size_t N = hn::Lanes(d), B = U * N;
-  const auto body = [&]() HWY_ATTR {
+  // direct: ops whose only reader is a store write the output block themselves (full blocks
+  // only; the tail goes through the slots).
+  const auto body = [&](bool direct, size_t j) HWY_ATTR {
     for (size_t k = 0; k < t.num_ops; ++k) {
       const int32_t i = t.ops[k];
       const VInstr& in = t.code[i].v;
       const float* a = t.cur[in.a];
       const float* b = in.b >= 0 ? t.cur[in.b] : a;
       const float* c = in.c >= 0 ? t.cur[in.c] : a;
-      float* o = const_cast<float*>(t.cur[i]);
+      const int32_t store = direct ? t.op_store[k] : -1;
+      float* o = store >= 0 ? t.store_out[store] + j : const_cast<float*>(t.cur[i]);
+      const bool stream = store >= 0 && t.stream;
       VisitOp(in, [&](auto fn, auto arity) HWY_ATTR {
         constexpr int kArity = decltype(arity)::value;
         for (size_t u = 0; u < U; ++u) {
           const VF va = hn::LoadU(d, a + u * N);
           const VF vb = kArity >= 2 ? hn::LoadU(d, b + u * N) : va;
           const VF vc = kArity >= 3 ? hn::LoadU(d, c + u * N) : va;
-          hn::Store(fn(va, vb, vc), d, o + u * N);
+          if (stream) {
+            hn::Stream(fn(va, vb, vc), d, o + u * N);
+          } else {
+            hn::StoreU(fn(va, vb, vc), d, o + u * N);
+          }
         }
       });
     }
@@ -176,8 +186,9 @@ void RunFused(const FusedTile& t) {
         for (size_t l = 0; l < B; l += 16) hwy::Prefetch(ahead + l);
       }
     }
-    body();
+    body(true, j);
     for (size_t k = 0; k < t.num_stores; ++k) {
+      if (t.store_written[k]) continue;
       const float* v = t.cur[t.store_instr[k]];
       float* out = t.store_out[k] + j;
       for (size_t u = 0; u < U; ++u) {
@@ -199,7 +210,7 @@ void RunFused(const FusedTile& t) {
     std::fill(pad + rest, pad + B, 0.0f);
     t.cur[t.moving[k]] = pad;
   }
-  body();
+  body(false, j);
   for (size_t k = 0; k < t.num_stores; ++k) {
     std::memcpy(t.store_out[k] + j, t.cur[t.store_instr[k]], rest * sizeof(float));
   }
@@ -353,6 +364,23 @@ class HwyProgram final : public CompiledProgram {
         store_instr_.push_back(s.instr);
         out_bytes += numel_ * static_cast<int64_t>(sizeof(float));
       }
+      // An op read by nothing but one store writes that output itself (saves a copy per block).
+      std::vector<int> readers(count, 0);
+      for (const ProgramInstr& in : p_.code) {
+        for (int32_t o : {in.a, in.b, in.c}) {
+          if (in.kind == InstrKind::kOp && o >= 0) ++readers[o];
+        }
+      }
+      for (const ProgramStore& s : p_.stores) ++readers[s.instr];
+      store_written_.assign(p_.stores.size(), 0);
+      for (int32_t i : fused_ops_) {
+        int32_t store = -1;
+        for (size_t k = 0; k < p_.stores.size(); ++k) {
+          if (p_.stores[k].instr == i && readers[i] == 1) store = static_cast<int32_t>(k);
+        }
+        op_store_.push_back(store);
+        if (store >= 0) store_written_[store] = 1;
+      }
       stream_ = out_bytes >= kStreamBytes;
     }
     return Status::ok();
@@ -469,7 +497,8 @@ class HwyProgram final : public CompiledProgram {
       for (size_t k = 0; k < moving_.size(); ++k) moving_pad[k] = const_cast<float*>(cur[moving_[k]]);
       hwy_cpu::FusedTile tile{code_.data(), cur.data(), fused_ops_.data(), fused_ops_.size(), moving_.data(),
                               moving_base.data(), moving_pad.data(), moving_.size(), store_instr_.data(),
-                              store_out.data(), store_out.size(), num_in_place_, false, 0};
+                              store_out.data(), op_store_.data(), store_written_.data(), store_out.size(),
+                              num_in_place_, false, 0};
 #pragma omp for schedule(dynamic, chunk)
       for (int64_t t = 0; t < num_tiles_; ++t) {
         int64_t start, n;
@@ -589,7 +618,8 @@ class HwyProgram final : public CompiledProgram {
   bool register_mode_ = false;
   size_t num_in_place_ = 0;
   bool stream_ = false;
-  std::vector<int32_t> fused_ops_, moving_, gathered_, store_instr_;
+  std::vector<int32_t> fused_ops_, moving_, gathered_, store_instr_, op_store_;
+  std::vector<uint8_t> store_written_;
   std::vector<ExecInstr> code_;
   std::vector<LoadMode> modes_;
   std::vector<int> direct_;
