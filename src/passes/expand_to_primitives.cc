@@ -12,7 +12,9 @@
 // they are elementwise ops whose OpDef ScalarExpr already is their primitive form, and region
 // fusion composes those expressions directly.
 //
-// Only the last axis is expanded (the row the generated kernel keeps in cache), only f32 with
+// Softmax and LayerNormalization are currently kept for their dedicated kernels (measured faster,
+// see kExpanders): their expanders stay, switched by one field. Only the last axis is expanded
+// (the row the generated kernel keeps in cache), only f32 with
 // static shapes, only when region fusion is enabled and the node may fuse (FusionConfig), and
 // LayerNormalization only when its Mean/InvStdDev outputs are unused.
 #include "ops/op_def.h"
@@ -103,7 +105,7 @@ struct Expander {
 // generated"): the dedicated hwy.softmax / hwy.layer_norm kernels beat the generated row-mode
 // kernel at every shape tried (BERT [1,12,128,128] softmax 1.6-1.9x, [128,768] LayerNorm 2.7x,
 // [4096,4096] 1.6-2.4x, [8,1000] 1.6-4x), and still win with BERT's neighbours fused in (scale +
-// mask + softmax 5-10%, residual Add + LayerNorm 10-15%). LogSoftmax was not measured.
+// mask + softmax 5-14%, residual Add + LayerNorm 10-15%, interleaved runs). LogSoftmax was not measured.
 constexpr std::string_view kSoftmaxFaster =
     "kept for its dedicated kernel: hwy.softmax beats the generated kernel at every benchmarked shape, "
     "also with the attention scale and mask fused in (docs/benchmarks.md)";
