@@ -12,7 +12,9 @@
 // they are elementwise ops whose OpDef ScalarExpr already is their primitive form, and region
 // fusion composes those expressions directly.
 //
-// Only the last axis is expanded (the row the generated kernel keeps in cache), only f32 with
+// Softmax and LayerNormalization are currently kept for their dedicated kernels (measured faster,
+// see kExpanders): their expanders stay, switched by one field. Only the last axis is expanded
+// (the row the generated kernel keeps in cache), only f32 with
 // static shapes, only when region fusion is enabled and the node may fuse (FusionConfig), and
 // LayerNormalization only when its Mean/InvStdDev outputs are unused.
 #include "ops/op_def.h"
@@ -94,12 +96,27 @@ Result<Value*> expand_layer_norm(Builder& b, const Node& n) {
 struct Expander {
   std::string_view op_type;
   ExpandFn expand;
+  // Non-empty: the op keeps its dedicated kernel, for this measured reason (the expander stays,
+  // ready for when the generated row kernels catch up).
+  std::string_view keep_dedicated;
 };
 
+// Measured with tests/kernels/norm_bench_main.cc (docs/benchmarks.md, "Dedicated row kernels vs
+// generated"): the dedicated hwy.softmax / hwy.layer_norm kernels beat the generated row-mode
+// kernel at every shape tried (BERT [1,12,128,128] softmax 1.6-1.9x, [128,768] LayerNorm 2.7x,
+// [4096,4096] 1.6-2.4x, [8,1000] 1.6-4x), and still win with BERT's neighbours fused in (scale +
+// mask + softmax 5-14%, residual Add + LayerNorm 10-15%, interleaved runs). LogSoftmax was not measured.
+constexpr std::string_view kSoftmaxFaster =
+    "kept for its dedicated kernel: hwy.softmax beats the generated kernel at every benchmarked shape, "
+    "also with the attention scale and mask fused in (docs/benchmarks.md)";
+constexpr std::string_view kLayerNormFaster =
+    "kept for its dedicated kernel: hwy.layer_norm beats the generated kernel at every benchmarked shape, "
+    "also with the residual Add fused in (docs/benchmarks.md)";
+
 const Expander kExpanders[] = {
-    {"Softmax", expand_softmax},
-    {"LogSoftmax", expand_log_softmax},
-    {"LayerNormalization", expand_layer_norm},
+    {"Softmax", expand_softmax, kSoftmaxFaster},
+    {"LogSoftmax", expand_log_softmax, {}},
+    {"LayerNormalization", expand_layer_norm, kLayerNormFaster},
 };
 
 // Why `n` is not expanded, or empty.
@@ -141,6 +158,10 @@ Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context) {
     }
     if (std::string why = refusal(*n); !why.empty()) {
       refuse_once(context, pass, node_label(*n), why);
+      continue;
+    }
+    if (!ex->keep_dedicated.empty()) {
+      refuse_once(context, pass, node_label(*n), std::string(ex->keep_dedicated));
       continue;
     }
     auto dims = *known_dims(n->input(0));

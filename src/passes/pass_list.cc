@@ -20,7 +20,7 @@ const std::vector<PassDef>& all_passes() {
        run_expand_composites_pass},
       {"fuse_patterns", "every fusion pattern (src/patterns): composites (GELU ...), anchor epilogues (Conv/MatMul/Gemm + bias, activations, residual Add), Focus",
        run_fuse_patterns_pass},
-      {"expand_to_primitives", "rewrites Softmax, LogSoftmax and LayerNormalization (last axis) into primitives for region fusion",
+      {"expand_to_primitives", "rewrites LogSoftmax (last axis) into primitives for region fusion; Softmax and LayerNormalization keep their faster dedicated kernels",
        run_expand_to_primitives_pass},
       {"region_fusion", "fuses clusters of elementwise/broadcast/injective/row-reduction ops into opfuse::FusedRegion kernels",
        run_region_fusion_pass},

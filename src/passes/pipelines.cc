@@ -32,7 +32,7 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
     // After the anchors took their epilogues: what is left between anchors is elementwise,
     // injective and row-reduction work, generated as one kernel per region.
     stages.push_back({{"expand_to_primitives", "region_fusion", "dce"}, false,
-                      "expand Softmax/LayerNorm into primitives and fuse regions into generated kernels"});
+                      "expand LogSoftmax into primitives and fuse regions into generated kernels"});
     stages.push_back(o1.back());
     return stages;
   }();

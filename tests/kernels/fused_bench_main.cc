@@ -51,8 +51,25 @@ void BM_StreamTriad(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kElems * 3 * 4);
 }
 BENCHMARK(BM_StreamTriad)->Unit(benchmark::kMillisecond)->UseRealTime();
+// The arithmetic chain as one loop written by hand (compiler-fused): the ceiling for a generated
+// kernel of the same chain.
+void BM_HandChain(benchmark::State& state) {
+  std::vector<float> a(kElems), b(kElems, 1.0f), c(kElems, 2.0f);
+  for (auto _ : state) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < kElems; ++i) a[i] = (b[i] * 0.5f + c[i]) * b[i] - c[i];
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kElems * 3 * 4);
+}
+BENCHMARK(BM_HandChain)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_FusedChain(benchmark::State& state, const char* text) {
+// Arg: rows of 4096. 4096 rows = 64 MB per tensor (memory bound); 16 rows = 256 KB per tensor
+// (stays in L2: the executor's compute cost per element).
+void BM_FusedChain(benchmark::State& state, const char* text0) {
+  std::string text = text0;
+  const int64_t rows = state.range(0);
+  for (size_t p = 0; (p = text.find("4096,4096", p)) != std::string::npos; p += 5) text.replace(p, 9, std::to_string(rows) + ",4096");
   auto g = parse_graph(text);
   if (!g.is_ok()) return state.SkipWithError(g.status().message().c_str());
   PassContext ctx;
@@ -64,9 +81,9 @@ void BM_FusedChain(benchmark::State& state, const char* text) {
   KernelCompileContext kc{*region, std::vector<const Tensor*>(region->inputs().size(), nullptr), 2};
   auto kernel = create_kernel(kc);
   if (!kernel.is_ok()) return state.SkipWithError(kernel.status().message().c_str());
-  Tensor x = Tensor::zeros(DType::kF32, {4096, 4096}).value();
-  Tensor b = Tensor::zeros(DType::kF32, {4096, 4096}).value();
-  Tensor y = Tensor::zeros(DType::kF32, {4096, 4096}).value();
+  Tensor x = Tensor::zeros(DType::kF32, {rows, 4096}).value();
+  Tensor b = Tensor::zeros(DType::kF32, {rows, 4096}).value();
+  Tensor y = Tensor::zeros(DType::kF32, {rows, 4096}).value();
   Random rng(1);
   fill_uniform(x, rng, -1, 1);
   fill_uniform(b, rng, -1, 1);
@@ -76,11 +93,11 @@ void BM_FusedChain(benchmark::State& state, const char* text) {
     if (!(*kernel)->run(in, out).is_ok()) return state.SkipWithError("run");
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * kElems * 3 * 4);
+  state.SetBytesProcessed(state.iterations() * rows * 4096 * 3 * 4);
   state.SetLabel(std::string((*kernel)->name()));
 }
-BENCHMARK_CAPTURE(BM_FusedChain, tanh_chain, kChain)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_FusedChain, arith_chain, kArithChain)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FusedChain, tanh_chain, kChain)->Arg(4096)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FusedChain, arith_chain, kArithChain)->Arg(4096)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace opfuse

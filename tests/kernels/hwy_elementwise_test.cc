@@ -92,6 +92,39 @@ TEST(HwyElementwise, ErfMatchesKnownValues) {
   }
 }
 
+// tanh is a rational approximation (hwy_math-inl.h) documented within 6.5 ulp: checked against
+// double-precision tanh over a dense grid of [0, 12] (both signs), tiny inputs (tanh(x) = x),
+// the 9.1 clamp, infinities and NaN.
+TEST(HwyElementwise, TanhWithinDocumentedUlp) {
+  std::vector<float> xs;
+  for (float x = 1e-30f; x < 1e-3f; x *= 1.9f) xs.push_back(x);
+  for (int i = 0; i <= 120000; ++i) xs.push_back(1e-4f * static_cast<float>(i));
+  for (float v : {9.0f, 9.1f, 9.2f, 20.0f, 1e30f}) xs.push_back(v);
+  const size_t positive = xs.size();
+  for (size_t i = 0; i < positive; ++i) xs.push_back(-xs[i]);
+  xs.push_back(kInf);
+  xs.push_back(-kInf);
+  xs.push_back(kNaN);
+  auto c = make_case("Tanh", {In{{static_cast<int64_t>(xs.size())}, DType::kF32, {}, 0, 0, xs}});
+  auto k = compile(*c);
+  ASSERT_EQ(k->name(), kName);
+  auto out = allocate_outputs(*c->node);
+  ASSERT_TRUE(run_kernel(*k, *c, out).is_ok());
+  const float* got = out[0].data<float>();
+  double worst = 0;
+  for (size_t i = 0; i + 1 < xs.size(); ++i) {
+    const double want = std::tanh(static_cast<double>(xs[i]));
+    // A float ulp in want's binade (inputs are normal floats, so want is 0 only at 0).
+    const double ulp = want == 0 ? 1e-45 : std::ldexp(1.0, std::ilogb(want) - 23);
+    worst = std::max(worst, std::fabs(got[i] - want) / ulp);
+    ASSERT_LE(std::fabs(got[i] - want), 6.5 * ulp + 1e-45) << "tanh(" << xs[i] << ") = " << got[i];
+  }
+  EXPECT_TRUE(std::isnan(got[xs.size() - 1]));
+  EXPECT_EQ(got[xs.size() - 2], -1.0f);
+  EXPECT_EQ(got[xs.size() - 3], 1.0f);
+  EXPECT_GT(worst, 0.0);  // the grid does reach rounding error (the check is not vacuous)
+}
+
 TEST(HwyElementwise, BinaryBroadcasting) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> pairs = {
       {{2, 3}, {2, 3}},          {{5}, {}},          {{}, {4, 3}},         {{1}, {6}},

@@ -37,7 +37,7 @@ namespace opfuse::hwy_cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#include "kernels/cpu/hwy_vector_ops-inl.h"  // DF, VF, MapN, ApplyUnary, ApplyBinary
+#include "kernels/cpu/hwy_vector_ops-inl.h"  // DF, VF, MapN, VisitOp, ApplyOp
 
 // Runs the program over n elements. vals[i] of leaves (args, constants) are set by the caller;
 // every other instruction writes bufs[i] and publishes it in vals[i].

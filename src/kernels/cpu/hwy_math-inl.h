@@ -48,12 +48,31 @@ HWY_INLINE V SafeLog(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-// tanh(x): Highway's Tanh takes finite inputs; |x| > 9.1 already rounds to +-1, so clamping to
-// [-20, 20] is exact and handles infinities.
+// tanh(x) = x * P(x^2) / Q(x^2), P and Q of degree 4 with P(0) = Q(0) = 1 (so tanh(x) = x
+// exactly near 0), coefficients fitted for opfuse by linearised least squares on the relative
+// error with Lawson reweighting towards minimax, against double-precision tanh on [0, 9.1]
+// (fit error 2.4e-8 relative). Past 9.1 tanh rounds to +-1 in float, so x is clamped there
+// (which also handles infinities) and the quotient capped at 1. Evaluated in float the result
+// is within 6.5 ulp (3.9e-7 relative) of tanh (checked at 24M points). About 15 vector ops and one division, against
+// Highway's Tanh (an expm1 and a division, about twice the work): tanh is the GELU-tanh and
+// activation workhorse of generated kernels, which must keep up with memory bandwidth.
 template <class D, class V>
 HWY_INLINE V SafeTanh(D d, V x) {
-  const V c = hn::Max(hn::Min(x, hn::Set(d, 20.0f)), hn::Set(d, -20.0f));
-  return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, c));
+  const V c = hn::Max(hn::Min(x, hn::Set(d, 9.1f)), hn::Set(d, -9.1f));
+  const V s = hn::Mul(c, c);
+  V p = hn::Set(d, 1.3242532693677478e-08f);
+  p = hn::MulAdd(p, s, hn::Set(d, 2.0533938933613037e-05f));
+  p = hn::MulAdd(p, s, hn::Set(d, 0.0034912857791451245f));
+  p = hn::MulAdd(p, s, hn::Set(d, 0.13377497611765343f));
+  p = hn::MulAdd(p, s, hn::Set(d, 1.0f));
+  V q = hn::Set(d, 7.732352510129254e-07f);
+  q = hn::MulAdd(q, s, hn::Set(d, 0.00032784099111854913f));
+  q = hn::MulAdd(q, s, hn::Set(d, 0.025860902064939857f));
+  q = hn::MulAdd(q, s, hn::Set(d, 0.46710817936768123f));
+  q = hn::MulAdd(q, s, hn::Set(d, 1.0f));
+  const V one = hn::Set(d, 1.0f);
+  const V r = hn::Max(hn::Min(hn::Div(hn::Mul(c, p), q), one), hn::Neg(one));
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
 // 1 / (1 + exp(-x)), as the reference writes it: exp(-x) overflowing to inf gives exactly 0.

@@ -30,128 +30,101 @@ HWY_INLINE void MapN(const float* a, const float* b, const float* c, float* out,
   std::memcpy(out + i, ta, rest * sizeof(float));
 }
 
-template <class F>
-HWY_INLINE void Map1(const float* a, float* out, size_t n, F f) {
-  MapN<1>(a, a, a, out, n, [&](VF x, VF, VF) HWY_ATTR { return f(x); });
-}
-template <class F>
-HWY_INLINE void Map2(const float* a, const float* b, float* out, size_t n, F f) {
-  MapN<2>(a, b, b, out, n, [&](VF x, VF y, VF) HWY_ATTR { return f(x, y); });
-}
-
-// sin/cos: Highway's versions are accurate on [-39000, 39000]; vectors with a lane outside
-// (or inf/NaN) go through libm lane by lane.
-template <bool kSin>
-inline void SinCos(const float* a, float* out, size_t n) {
+// Lane by lane through libm, for the ops without a vector form (fmod, general pow, sin/cos
+// outside Highway's range): the vectors go through small aligned buffers.
+template <class G>
+HWY_INLINE VF Lanewise(VF a, VF b, G g) {
   const DF d;
-  const size_t N = hn::Lanes(d);
-  const VF limit = hn::Set(d, 39000.0f);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const VF x = hn::LoadU(d, a + i);
-    if (hn::AllTrue(d, hn::Le(hn::Abs(x), limit))) {
-      hn::StoreU(kSin ? hn::Sin(d, x) : hn::Cos(d, x), d, out + i);
-    } else {
-      for (size_t j = i; j < i + N; ++j) out[j] = kSin ? std::sin(a[j]) : std::cos(a[j]);
-    }
-  }
-  for (; i < n; ++i) out[i] = kSin ? std::sin(a[i]) : std::cos(a[i]);
+  alignas(64) float ta[kTmp], tb[kTmp];
+  hn::Store(a, d, ta);
+  hn::Store(b, d, tb);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) ta[i] = g(ta[i], tb[i]);
+  return hn::Load(d, ta);
 }
 
 HWY_INLINE VF Mask01(DF d, hn::Mask<DF> m) { return hn::IfThenElseZero(m, hn::Set(d, 1.0f)); }
 HWY_INLINE hn::Mask<DF> Truthy(DF d, VF v) { return hn::Ne(v, hn::Zero(d)); }
 
-inline void ApplyUnary(const VInstr& in, const float* a, float* o, size_t n) {
+// sin/cos: Highway's versions are accurate on [-39000, 39000]; vectors with a lane outside
+// (or inf/NaN) go through libm lane by lane.
+template <bool kSin>
+HWY_INLINE VF SinCos(DF d, VF x) {
+  if (hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, 39000.0f)))) return kSin ? hn::Sin(d, x) : hn::Cos(d, x);
+  return Lanewise(x, x, [](float v, float) { return kSin ? std::sin(v) : std::cos(v); });
+}
+
+// The one definition of every ScalarOp on vectors: calls f(fn, arity) with fn(a, b, c) -> VF the
+// op's vector function (unary ops ignore b and c) and arity a std::integral_constant, so each
+// caller gets one loop per op with the op inlined: ApplyOp below over arrays (the elementwise
+// kernel, the tiled executor) and the executor's per-vector register mode.
+template <class F>
+HWY_INLINE void VisitOp(const VInstr& in, F&& f) {
   const DF d;
-  const VF one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  using A1 = std::integral_constant<int, 1>;
+  using A2 = std::integral_constant<int, 2>;
+  using A3 = std::integral_constant<int, 3>;
+  const auto u = [&](auto g) HWY_ATTR { f([g](VF x, VF, VF) HWY_ATTR { return g(x); }, A1{}); };
+  const auto b = [&](auto g) HWY_ATTR { f([g](VF x, VF y, VF) HWY_ATTR { return g(x, y); }, A2{}); };
   switch (in.op) {
-    case ScalarOp::kNeg: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Neg(x); });
-    case ScalarOp::kAbs: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Abs(x); });
-    case ScalarOp::kExp: return Map1(a, o, n, [&](VF x) HWY_ATTR { return SafeExp(d, x); });
-    case ScalarOp::kLog: return Map1(a, o, n, [&](VF x) HWY_ATTR { return SafeLog(d, x); });
-    case ScalarOp::kSqrt: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Sqrt(x); });
-    case ScalarOp::kReciprocal: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Div(one, x); });
-    case ScalarOp::kTanh: return Map1(a, o, n, [&](VF x) HWY_ATTR { return SafeTanh(d, x); });
-    case ScalarOp::kErf: return Map1(a, o, n, [&](VF x) HWY_ATTR { return Erf(d, x); });
-    case ScalarOp::kSigmoid: return Map1(a, o, n, [&](VF x) HWY_ATTR { return Sigmoid(d, x); });
-    case ScalarOp::kFloor: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Floor(x); });
-    case ScalarOp::kCeil: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Ceil(x); });
-    case ScalarOp::kRound: return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Round(x); });
+    case ScalarOp::kNeg: return u([](VF x) HWY_ATTR { return hn::Neg(x); });
+    case ScalarOp::kAbs: return u([](VF x) HWY_ATTR { return hn::Abs(x); });
+    case ScalarOp::kExp: return u([d](VF x) HWY_ATTR { return SafeExp(d, x); });
+    case ScalarOp::kLog: return u([d](VF x) HWY_ATTR { return SafeLog(d, x); });
+    case ScalarOp::kSqrt: return u([](VF x) HWY_ATTR { return hn::Sqrt(x); });
+    case ScalarOp::kReciprocal: return u([d](VF x) HWY_ATTR { return hn::Div(hn::Set(d, 1.0f), x); });
+    case ScalarOp::kTanh: return u([d](VF x) HWY_ATTR { return SafeTanh(d, x); });
+    case ScalarOp::kErf: return u([d](VF x) HWY_ATTR { return Erf(d, x); });
+    case ScalarOp::kSigmoid: return u([d](VF x) HWY_ATTR { return Sigmoid(d, x); });
+    case ScalarOp::kFloor: return u([](VF x) HWY_ATTR { return hn::Floor(x); });
+    case ScalarOp::kCeil: return u([](VF x) HWY_ATTR { return hn::Ceil(x); });
+    case ScalarOp::kRound: return u([](VF x) HWY_ATTR { return hn::Round(x); });
     case ScalarOp::kSign:  // keeps NaN and signed zero, like the reference
-      return Map1(a, o, n, [&](VF x) HWY_ATTR {
+      return u([d](VF x) HWY_ATTR {
+        const VF one = hn::Set(d, 1.0f), zero = hn::Zero(d);
         return hn::IfThenElse(hn::Gt(x, zero), one, hn::IfThenElse(hn::Lt(x, zero), hn::Neg(one), x));
       });
-    case ScalarOp::kNot:
-      return Map1(a, o, n, [&](VF x) HWY_ATTR { return Mask01(d, hn::Eq(x, zero)); });
-    case ScalarOp::kIsNaN:
-      return Map1(a, o, n, [&](VF x) HWY_ATTR { return Mask01(d, hn::IsNaN(x)); });
-    case ScalarOp::kSin: return SinCos<true>(a, o, n);
-    case ScalarOp::kCos: return SinCos<false>(a, o, n);
-    default: return;
-  }
-}
-
-// Pow with a constant exponent that has an exact cheaper form (x^2 = x*x is what powf returns;
-// x^3 is within 1.5 ulp); other exponents use libm's powf per element.
-inline void ApplyPow(const VInstr& in, const float* a, const float* b, float* o, size_t n) {
-  const DF d;
-  if (in.pow_exp) {
-    const float e = in.value;
-    if (e == 1.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return x; });
-    if (e == 2.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Mul(x, x); });
-    if (e == 3.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Mul(hn::Mul(x, x), x); });
-    if (e == -1.0f) return Map1(a, o, n, [&](VF x) HWY_ATTR { return hn::Div(hn::Set(d, 1.0f), x); });
-  }
-  for (size_t i = 0; i < n; ++i) o[i] = std::pow(a[i], b[i]);
-}
-
-inline void ApplyBinary(const VInstr& in, const float* a, const float* b, float* o, size_t n) {
-  const DF d;
-  switch (in.op) {
-    case ScalarOp::kAdd: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Add(x, y); });
-    case ScalarOp::kSub: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Sub(x, y); });
-    case ScalarOp::kMul: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Mul(x, y); });
-    case ScalarOp::kDiv: return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return hn::Div(x, y); });
-    case ScalarOp::kPow: return ApplyPow(in, a, b, o, n);
+    case ScalarOp::kNot: return u([d](VF x) HWY_ATTR { return Mask01(d, hn::Eq(x, hn::Zero(d))); });
+    case ScalarOp::kIsNaN: return u([d](VF x) HWY_ATTR { return Mask01(d, hn::IsNaN(x)); });
+    case ScalarOp::kSin: return u([d](VF x) HWY_ATTR { return SinCos<true>(d, x); });
+    case ScalarOp::kCos: return u([d](VF x) HWY_ATTR { return SinCos<false>(d, x); });
+    case ScalarOp::kAdd: return b([](VF x, VF y) HWY_ATTR { return hn::Add(x, y); });
+    case ScalarOp::kSub: return b([](VF x, VF y) HWY_ATTR { return hn::Sub(x, y); });
+    case ScalarOp::kMul: return b([](VF x, VF y) HWY_ATTR { return hn::Mul(x, y); });
+    case ScalarOp::kDiv: return b([](VF x, VF y) HWY_ATTR { return hn::Div(x, y); });
+    case ScalarOp::kPow:
+      // A constant exponent with an exact cheaper form (x^2 = x*x is what powf returns; x^3 is
+      // within 1.5 ulp); other exponents use libm's powf per element.
+      if (in.pow_exp && in.value == 1.0f) return u([](VF x) HWY_ATTR { return x; });
+      if (in.pow_exp && in.value == 2.0f) return u([](VF x) HWY_ATTR { return hn::Mul(x, x); });
+      if (in.pow_exp && in.value == 3.0f) return u([](VF x) HWY_ATTR { return hn::Mul(hn::Mul(x, x), x); });
+      if (in.pow_exp && in.value == -1.0f) return u([d](VF x) HWY_ATTR { return hn::Div(hn::Set(d, 1.0f), x); });
+      return b([](VF x, VF y) HWY_ATTR { return Lanewise(x, y, [](float p, float q) { return std::pow(p, q); }); });
     case ScalarOp::kMax:  // y NaN -> y; x < y -> y; else x (so x NaN -> x), as the reference
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
-        return hn::IfThenElse(hn::IsNaN(y), y, hn::IfThenElse(hn::Lt(x, y), y, x));
-      });
+      return b([](VF x, VF y) HWY_ATTR { return hn::IfThenElse(hn::IsNaN(y), y, hn::IfThenElse(hn::Lt(x, y), y, x)); });
     case ScalarOp::kMin:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
-        return hn::IfThenElse(hn::IsNaN(y), y, hn::IfThenElse(hn::Lt(y, x), y, x));
+      return b([](VF x, VF y) HWY_ATTR { return hn::IfThenElse(hn::IsNaN(y), y, hn::IfThenElse(hn::Lt(y, x), y, x)); });
+    case ScalarOp::kMod:  // floored: the result takes the divisor's sign
+      return b([](VF x, VF y) HWY_ATTR {
+        return Lanewise(x, y, [](float p, float q) {
+          const float r = std::fmod(p, q);
+          return (r != 0 && ((r < 0) != (q < 0))) ? r + q : r;
+        });
       });
-    case ScalarOp::kMod:  // floored: the result takes the divisor's sign (libm per element)
-      for (size_t i = 0; i < n; ++i) {
-        const float r = std::fmod(a[i], b[i]);
-        o[i] = (r != 0 && ((r < 0) != (b[i] < 0))) ? r + b[i] : r;
-      }
-      return;
     case ScalarOp::kFMod:
-      for (size_t i = 0; i < n; ++i) o[i] = std::fmod(a[i], b[i]);
-      return;
-    case ScalarOp::kLess:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Lt(x, y)); });
-    case ScalarOp::kLessEqual:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Le(x, y)); });
-    case ScalarOp::kGreater:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Gt(x, y)); });
-    case ScalarOp::kGreaterEqual:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Ge(x, y)); });
-    case ScalarOp::kEqual:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Eq(x, y)); });
+      return b([](VF x, VF y) HWY_ATTR { return Lanewise(x, y, [](float p, float q) { return std::fmod(p, q); }); });
+    case ScalarOp::kLess: return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Lt(x, y)); });
+    case ScalarOp::kLessEqual: return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Le(x, y)); });
+    case ScalarOp::kGreater: return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Gt(x, y)); });
+    case ScalarOp::kGreaterEqual: return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Ge(x, y)); });
+    case ScalarOp::kEqual: return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Eq(x, y)); });
     case ScalarOp::kAnd:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
-        return Mask01(d, hn::And(Truthy(d, x), Truthy(d, y)));
-      });
+      return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::And(Truthy(d, x), Truthy(d, y))); });
     case ScalarOp::kOr:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
-        return Mask01(d, hn::Or(Truthy(d, x), Truthy(d, y)));
-      });
+      return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Or(Truthy(d, x), Truthy(d, y))); });
     case ScalarOp::kXor:
-      return Map2(a, b, o, n, [&](VF x, VF y) HWY_ATTR {
-        return Mask01(d, hn::Xor(Truthy(d, x), Truthy(d, y)));
-      });
+      return b([d](VF x, VF y) HWY_ATTR { return Mask01(d, hn::Xor(Truthy(d, x), Truthy(d, y))); });
+    case ScalarOp::kSelect:
+      return f([d](VF c, VF t, VF e) HWY_ATTR { return hn::IfThenElse(Truthy(d, c), t, e); }, A3{});
     default: return;
   }
 }
@@ -159,14 +132,9 @@ inline void ApplyBinary(const VInstr& in, const float* a, const float* b, float*
 // One computing instruction (not an argument or constant) over n elements into `o`; `vals[k]` is
 // the buffer of instruction k. Shared by the elementwise kernel and the fused-program executor.
 inline void ApplyOp(const VInstr& in, const float* const* vals, float* o, size_t n) {
-  if (in.op == ScalarOp::kSelect) {
-    const DF d;
-    MapN<3>(vals[in.a], vals[in.b], vals[in.c], o, n, [&](VF c, VF t, VF f) HWY_ATTR {
-      return hn::IfThenElse(Truthy(d, c), t, f);
-    });
-  } else if (in.b < 0) {
-    ApplyUnary(in, vals[in.a], o, n);
-  } else {
-    ApplyBinary(in, vals[in.a], vals[in.b], o, n);
-  }
+  VisitOp(in, [&](auto fn, auto arity) HWY_ATTR {
+    constexpr int kArity = decltype(arity)::value;
+    const float* a = vals[in.a];
+    MapN<kArity>(a, kArity >= 2 ? vals[in.b] : a, kArity >= 3 ? vals[in.c] : a, o, n, fn);
+  });
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>  // std::integral_constant in hwy_vector_ops-inl.h
 
 #include "ops/scalar_expr.h"
 
