@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "codegen/fused_program.h"
@@ -427,16 +428,7 @@ class HwyProgram final : public CompiledProgram {
       }
 #pragma omp for schedule(dynamic, chunk)
       for (int64_t t = 0; t < num_tiles_; ++t) {
-        int64_t start, n;
-        if (row_tiles_) {
-          const int64_t row = t / chunks_per_row_;
-          const int64_t col = (t % chunks_per_row_) * tile_len_;
-          start = row * inner + col;
-          n = std::min(tile_len_, inner - col);
-        } else {
-          start = t * tile_len_;
-          n = std::min(tile_len_, numel_ - start);
-        }
+        const auto [start, n] = tile_range(t, inner);
         for (size_t i = 0; i < count; ++i) {
           const ExecInstr& e = code_[i];
           if (e.kind == InstrKind::kLoad) vals[i] = load(e.v.a, inputs, start, n, bufs[i], splat_at[i], coords);
@@ -501,16 +493,7 @@ class HwyProgram final : public CompiledProgram {
                               num_in_place_, false, 0};
 #pragma omp for schedule(dynamic, chunk)
       for (int64_t t = 0; t < num_tiles_; ++t) {
-        int64_t start, n;
-        if (row_tiles_) {
-          const int64_t row = t / chunks_per_row_;
-          const int64_t col = (t % chunks_per_row_) * tile_len_;
-          start = row * inner + col;
-          n = std::min(tile_len_, inner - col);
-        } else {
-          start = t * tile_len_;
-          n = std::min(tile_len_, numel_ - start);
-        }
+        const auto [start, n] = tile_range(t, inner);
         size_t g = 0;
         for (size_t k = 0; k < moving_.size(); ++k) {
           const int32_t i = moving_[k];
@@ -626,6 +609,16 @@ class HwyProgram final : public CompiledProgram {
   std::vector<int> slot_;
   int num_slots_ = 0;
   int64_t numel_ = 0;
+  // Tile t's first flat element and length: whole-row chunks in row mode, else flat slices.
+  std::pair<int64_t, int64_t> tile_range(int64_t t, int64_t inner) const {
+    if (!row_tiles_) {
+      const int64_t start = t * tile_len_;
+      return {start, std::min(tile_len_, numel_ - start)};
+    }
+    const int64_t col = (t % chunks_per_row_) * tile_len_;
+    return {t / chunks_per_row_ * inner + col, std::min(tile_len_, inner - col)};
+  }
+
   bool row_tiles_ = false;
   int64_t tile_len_ = 1;
   int64_t chunks_per_row_ = 1;
