@@ -74,8 +74,10 @@ Reason check_conv(const Match& m, const PassContext&) {
     const Tensor* b = constant_operand(conv.input(2));
     if (b == nullptr || b->dtype() != DType::kF32) return "non-constant bias";
   }
+  const auto channels = conv_channels(m);
+  if (!channels) return "constant is not per-channel over the conv's output";
   if (m.root->op_type() == "Div") {
-    for (double s : *conv_channels(m)) {
+    for (double s : *channels) {
       if (s == 0) return "division by zero";
     }
   }

@@ -35,7 +35,9 @@ TEST(LayoutZooTest, ResnetTinyIsBlockedEndToEnd) {
   EXPECT_EQ(count_op(*g, "FromBlocked"), 1);
   EXPECT_EQ(count_op(*g, "GlobalAveragePool"), 0) << "runs blocked as an AveragePool";
   for (const Node* node : g->nodes()) {
-    if (node->op_type() == "FromBlocked") EXPECT_EQ(node->output(0)->uses()[0].node->op_type(), "Flatten");
+    if (node->op_type() == "FromBlocked") {
+      EXPECT_EQ(node->output(0)->uses()[0].node->op_type(), "Flatten");
+    }
   }
 }
 

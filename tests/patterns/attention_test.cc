@@ -175,7 +175,7 @@ TEST(AttentionFusionTest, SequenceOfOne) {
 }
 
 TEST(AttentionFusionTest, EveryMaskShape) {
-  const Case base{.batch = 2, .q_len = 6, .kv_len = 6, .heads = 2, .head_dim = 4, .v_head_dim = 4};
+  const Case base{.batch = 2, .q_len = 6, .kv_len = 6, .heads = 2, .head_dim = 4, .v_head_dim = 4, .mask = {}};
   for (std::vector<int64_t> mask : std::vector<std::vector<int64_t>>{
            {2, 1, 1, 6}, {2, 1, 6, 6}, {2, 2, 6, 6}, {1, 2, 1, 6}, {6, 6}, {6}, {1}, {2, 2, 6, 1}}) {
     SCOPED_TRACE(dims_text(mask));
