@@ -31,8 +31,9 @@
 // into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
 // Layouts: nChw16c (block 16, one AVX-512 vector) or channels-last nhwc (block 0: f32
 // [N, 1, H, W, C], where oneDNN picks its brgconv kernels), chosen per conv by measurement
-// (FusionConfig::measure_layouts, off by default; without it every conv is nChw16c). nChw8c runs oneDNN 2.6's AVX2
-// kernels on this AVX-512 machine, 1.5-4x slower (docs/benchmarks.md), so it is not a candidate.
+// when FusionConfig::measure_layouts asks (off by default: it showed no end-to-end gain, and
+// without it every conv is nChw16c, deterministically). nChw8c runs oneDNN 2.6's AVX2 kernels
+// on this AVX-512 machine, 1.5-4x slower (docs/benchmarks.md), so it is not a candidate.
 // Per conv, nhwc brgconv is 15-20% faster on ResNet-50's 3x3 convs at 56x56 and 28x28, while
 // nChw16c wins on 1x1 convs with a residual sum and on the 7x7 stem. The choice:
 //  1. a dry run of the walk below, on nChw16c and without touching the graph, records which
@@ -65,7 +66,7 @@ namespace opfuse {
 namespace {
 
 constexpr std::string_view kPass = "layout";
-// Switched off: no measuring, every conv on kDefaultBlock (deterministic compiles, for tests).
+// Without measure_layouts every conv runs in this layout (deterministic compiles).
 // nChw16c (16) or channels-last (0); see the note on layouts above.
 constexpr int64_t kDefaultBlock = 16;
 // A conv reading at most this many plain channels takes them plain (oneDNN's first-conv kernel).
