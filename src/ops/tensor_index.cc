@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 
+#include "ops/slice_bounds.h"
 #include "ops/tensor_helpers.h"
 
 namespace opfuse {
@@ -50,24 +51,6 @@ Result<SliceSpec> slice_spec(std::vector<int64_t> starts, std::vector<int64_t> e
   spec.axes = std::move(*axes);
   spec.steps = std::move(*steps);
   return spec;
-}
-
-// One axis of a slice on a known dim: the first index and the element count.
-std::pair<int64_t, int64_t> resolve_slice(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  if (dim == 0) return {0, 0};
-  if (start < 0) start += dim;  // INT64_MIN + dim cannot overflow: dim >= 0
-  if (end < 0) end += dim;
-  int64_t count;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    count = end > start ? (end - start + step - 1) / step : 0;
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-    count = start > end ? (start - end - step - 1) / -step : 0;
-  }
-  return {start, count};
 }
 
 // Whether a slice keeps a whole axis of any size (x[:], x[::-1]), so symbolic dims survive.

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/hwy_kernels.h"
 #include "ops/op_def.h"
+#include "ops/slice_bounds.h"
 
 namespace opfuse::hwy_cpu {
 namespace {
@@ -212,21 +213,6 @@ std::optional<std::vector<int64_t>> const_ints(const KernelCompileContext& ctx, 
   return ctx.constants[i]->to_int_vector();
 }
 
-// Same clamping rules as ONNX (and ops/tensor_index.cc): first index and element count.
-std::pair<int64_t, int64_t> resolve(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  if (dim == 0) return {0, 0};
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start + step - 1) / step : 0};
-  }
-  start = std::clamp<int64_t>(start, 0, dim - 1);
-  end = std::clamp<int64_t>(end, -1, dim - 1);
-  return {start, start > end ? (start - end - step - 1) / -step : 0};
-}
-
 std::optional<MovePlan> slice_plan(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
   if (!io_static(node)) return std::nullopt;
@@ -258,7 +244,7 @@ std::optional<MovePlan> slice_plan(const KernelCompileContext& ctx) {
     if (a < 0) a += rank;
     if (seen[a]) return std::nullopt;
     seen[a] = true;
-    auto [first, count] = resolve((*starts)[i], (*ends)[i], steps[i], in[a]);
+    auto [first, count] = resolve_slice((*starts)[i], (*ends)[i], steps[i], in[a]);
     dims[a] = count;
     if (count > 0) offset += first * in_strides[a];
     strides[a] = in_strides[a] * steps[i];
