@@ -9,6 +9,7 @@
 #include <set>
 
 #include "codegen/index_map.h"
+#include "ops/slice_bounds.h"
 
 namespace opfuse::codegen {
 namespace {
@@ -371,7 +372,7 @@ class Lowerer {
       int64_t st = s[i] < 0 ? s[i] + dim : s[i];
       st = steps[i] > 0 ? std::clamp<int64_t>(st, 0, dim) : std::clamp<int64_t>(st, 0, dim - 1);
       t.a[a] = st;
-      t.b[a] = steps[i];
+      t.b[a] = bounded_slice_step(steps[i], dim);
     }
     return Status::ok();
   }

@@ -27,4 +27,12 @@ inline std::pair<int64_t, int64_t> resolve_slice(int64_t start, int64_t end, int
   return {start, start > end ? static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / stride) + 1 : 0};
 }
 
+// The step to walk an axis of size `dim` with: a step longer than the axis takes one element,
+// as a step of the axis size does, so strides and index maps built from it stay within int64
+// (steps of INT64_MAX occur).
+inline int64_t bounded_slice_step(int64_t step, int64_t dim) {
+  const int64_t bound = std::max<int64_t>(dim, 1);
+  return std::clamp<int64_t>(step, -bound, bound);
+}
+
 }  // namespace opfuse

@@ -121,7 +121,7 @@ Status run_slice(KernelContext& ctx) {
     auto [first, count] = resolve_slice(spec.starts[i], spec.ends[i], spec.steps[i], x.dim(a));
     out_dims[a] = count;
     if (count > 0) offset += first * in_strides[a];
-    strides[a] = in_strides[a] * spec.steps[i];
+    strides[a] = in_strides[a] * bounded_slice_step(spec.steps[i], x.dim(a));
   }
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x.dtype(), out_dims));
   strided_copy(x.raw_data(), dtype_size(x.dtype()), out_dims, strides, offset, y->raw_data());

@@ -247,7 +247,7 @@ std::optional<MovePlan> slice_plan(const KernelCompileContext& ctx) {
     auto [first, count] = resolve_slice((*starts)[i], (*ends)[i], steps[i], in[a]);
     dims[a] = count;
     if (count > 0) offset += first * in_strides[a];
-    strides[a] = in_strides[a] * steps[i];
+    strides[a] = in_strides[a] * bounded_slice_step(steps[i], in[a]);
   }
   if (dims != out) return std::nullopt;
   return plan_move(dims, strides, offset);
