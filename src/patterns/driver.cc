@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ops/op_def.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 #include "patterns/pattern.h"
@@ -24,10 +25,11 @@ std::string default_description(const Match& m) {
 
 // Memory traffic the fusion removes: every value the match computes except the root's outputs
 // was written once and read once by the next member; after the rewrite it stays in registers.
+// A view (Reshape, Squeeze ...) aliases its input's buffer and moved nothing to begin with.
 int64_t interior_traffic(const Match& match) {
   int64_t bytes = 0;
   for (const Node* n : match.nodes) {
-    if (n == match.root) continue;
+    if (n == match.root || n->def().traits.output_is_view) continue;
     for (const Value* v : n->outputs()) bytes += 2 * value_bytes(v);
   }
   return bytes;
