@@ -74,19 +74,22 @@ struct Builder {
     return static_cast<int>(view.nodes.size()) - 1;
   }
 
+  // A graph input or output box: its name, dtype and shape.
+  ViewNode boundary_node(const char* id_prefix, const char* title, const Value& v, ViewNode::Style style) const {
+    ViewNode n;
+    n.id = str_cat(id_prefix, view.nodes.size());
+    n.title = title;
+    n.name = v.name();
+    n.detail = str_cat(dtype_name(v.dtype), shape_label(&v));
+    n.style = style;
+    return n;
+  }
+
   void build(const Graph& g, const std::map<std::string, int>& cluster_of,
              const std::map<std::string, std::string>& refused,
              const std::map<std::string, std::string>& fused_detail, const FusionReport& report) {
     std::map<std::string, std::string> excluded(report.excluded.begin(), report.excluded.end());
-    for (const Value* in : g.inputs()) {
-      ViewNode n;
-      n.id = str_cat("in", view.nodes.size());
-      n.title = "input";
-      n.name = in->name();
-      n.detail = str_cat(dtype_name(in->dtype), shape_label(in));
-      n.style = ViewNode::Style::kInput;
-      producer[in] = add(std::move(n));
-    }
+    for (const Value* in : g.inputs()) producer[in] = add(boundary_node("in", "input", *in, ViewNode::Style::kInput));
     for (const Node* node : g.nodes()) {
       ViewNode n;
       n.id = str_cat("n", view.nodes.size());
@@ -120,13 +123,7 @@ struct Builder {
       }
     }
     for (const Value* out : g.outputs()) {
-      ViewNode n;
-      n.id = str_cat("out", view.nodes.size());
-      n.title = "output";
-      n.name = out->name();
-      n.detail = str_cat(dtype_name(out->dtype), shape_label(out));
-      n.style = ViewNode::Style::kOutput;
-      const int index = add(std::move(n));
+      const int index = add(boundary_node("out", "output", *out, ViewNode::Style::kOutput));
       if (auto it = producer.find(out); it != producer.end()) view.edges.push_back({it->second, index, {}});
     }
   }

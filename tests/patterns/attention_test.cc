@@ -20,6 +20,7 @@
 #include "runtime/compiled_plan.h"
 #include "runtime/eager.h"
 #include "runtime/session.h"
+#include "testing/pattern_fusion.h"
 
 namespace opfuse {
 namespace {
@@ -120,11 +121,7 @@ void check_graph(const std::string& text, const TensorMap& inputs) {
   ASSERT_TRUE(want.is_ok()) << want.status().message();
 
   Graph fused = original.clone();
-  PassContext ctx;
-  PipelineOptions options;
-  options.verify_after_each = true;
-  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
-  ASSERT_TRUE(run_pipeline(fused, OptLevel::kO2, options, ctx).is_ok());
+  ASSERT_TRUE(testing_patterns::fuse_patterns_only(fused).is_ok());
   EXPECT_EQ(count_op(fused, "FusedAttention"), 1);
   EXPECT_EQ(count_op(fused, "Transpose") + count_op(fused, "Reshape") + count_op(fused, "Softmax"), 0);
   auto got = run_eager(fused, inputs);

@@ -15,6 +15,7 @@
 #include "runtime/compare.h"
 #include "runtime/eager.h"
 #include "runtime/session.h"
+#include "testing/pattern_fusion.h"
 
 namespace opfuse {
 namespace {
@@ -68,11 +69,7 @@ std::map<std::string, int> check_fusion(const std::string& text) {
   if (!want.is_ok()) return {};
 
   Graph fused = original.clone();
-  PassContext ctx;
-  PipelineOptions options;
-  options.verify_after_each = true;
-  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
-  const Status s = run_pipeline(fused, OptLevel::kO2, options, ctx);
+  const Status s = testing_patterns::fuse_patterns_only(fused);
   EXPECT_TRUE(s.is_ok()) << s.message();
   auto got = run_eager(fused, inputs);
   EXPECT_TRUE(got.is_ok()) << got.status().message();
@@ -98,10 +95,7 @@ std::map<std::string, int> check_fusion(const std::string& text) {
 // The oneDNN kernel the compiled plan picks for each fused node of the fused graph.
 std::vector<std::string> kernels_of(const std::string& text, const std::string& op) {
   Graph g = parse(text);
-  PassContext ctx;
-  PipelineOptions options;
-  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
-  EXPECT_TRUE(run_pipeline(g, OptLevel::kO2, options, ctx).is_ok());
+  EXPECT_TRUE(testing_patterns::fuse_patterns_only(g).is_ok());
   std::vector<std::string> out;
   for (const Node* n : g.nodes()) {
     if (n->op_type() != op) continue;
@@ -272,10 +266,7 @@ TEST(FusionNumericTest, FocusBecomesOneStrideTwoConv) {
   const std::string text = focus_text("pads = [1, 1, 1, 1]", 3, 16, 8, 3);
   EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
   Graph g = parse(text);
-  PassContext ctx;
-  PipelineOptions options;
-  options.passes = std::vector<std::string>{"fuse_patterns", "dce"};
-  ASSERT_TRUE(run_pipeline(g, OptLevel::kO2, options, ctx).is_ok());
+  ASSERT_TRUE(testing_patterns::fuse_patterns_only(g).is_ok());
   const Node* conv = g.nodes().back();
   EXPECT_EQ(AttrReader(*conv).get_ints("kernel_shape"), (std::vector<int64_t>{6, 6}));
   EXPECT_EQ(AttrReader(*conv).get_ints("strides"), (std::vector<int64_t>{2, 2}));

@@ -3,10 +3,7 @@
 // broken plugins fail with errors naming the problem.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -15,6 +12,7 @@
 #include "ops/registry.h"
 #include "plugin/plugin_loader.h"
 #include "runtime/session.h"
+#include "testing/cli_runner.h"
 
 namespace opfuse {
 namespace {
@@ -127,19 +125,8 @@ TEST(PluginTest, BrokenPluginsFailWithNamedErrors) {
   EXPECT_NE(bad.status().message().find("dlopen failed"), std::string::npos) << bad.status().message();
 }
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-CommandResult run_cli(const std::string& args) {
-  FILE* pipe = popen((std::string(OPFUSE_CLI) + " " + args + " 2>&1").c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing_cli::CommandResult;
+using testing_cli::run_cli;
 
 TEST(PluginTest, CliLoadsThePluginForTheModel) {
   const fs::path dir = fs::temp_directory_path() / "opfuse_plugin_cli_test";

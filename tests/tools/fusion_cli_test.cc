@@ -82,35 +82,27 @@ TEST_F(FusionCliTest, ReportJsonAndRules) {
 }
 
 TEST_F(FusionCliTest, ConfigErrorsListTheValidNames) {
-  auto r = run_cli("report " + model_ + " --disable fuse_epilog");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("unknown fusion rule 'fuse_epilog' (valid: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("epilogue_relu, "), std::string::npos) << r.output;
-  r = run_cli("report " + model_ + " --enable-only nothing");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("unknown fusion rule 'nothing'"), std::string::npos) << r.output;
-  r = run_cli("run " + model_ + " --random --disable-op Convolution");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("unknown op type 'Convolution' (valid: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("Conv, "), std::string::npos);
-  r = run_cli("report " + model_ + " --region-threshold lots");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("--region-threshold 'lots' is not a number"), std::string::npos) << r.output;
-  r = run_cli("report " + model_ + " --region-threshold 2");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("fraction in [0, 1]"), std::string::npos) << r.output;
-  r = run_cli("report " + model_ + " --memory-budget 3parsecs");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("unknown size unit"), std::string::npos) << r.output;
-  r = run_cli("report " + model_ + " --fusion-config " + write("bad.json", R"({"exclude": ["/x"], "colour": 1})"));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("unknown key \"colour\""), std::string::npos) << r.output;
-  r = run_cli("report " + model_ + " --fusion-config " + write("rule.json", R"({"disable": ["bogus"]})"));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("rule.json': unknown fusion rule 'bogus'"), std::string::npos) << r.output;
-  r = run_cli("report " + model_ + " --fusion-config " + path("missing.json"));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("cannot read fusion config"), std::string::npos) << r.output;
+  // Each bad flag or config file: exit code 1 and every listed phrase in what the CLI says.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"report " + model_ + " --disable fuse_epilog",
+       {"unknown fusion rule 'fuse_epilog' (valid: ", "epilogue_relu, "}},
+      {"report " + model_ + " --enable-only nothing", {"unknown fusion rule 'nothing'"}},
+      {"run " + model_ + " --random --disable-op Convolution", {"unknown op type 'Convolution' (valid: ", "Conv, "}},
+      {"report " + model_ + " --region-threshold lots", {"--region-threshold 'lots' is not a number"}},
+      {"report " + model_ + " --region-threshold 2", {"fraction in [0, 1]"}},
+      {"report " + model_ + " --memory-budget 3parsecs", {"unknown size unit"}},
+      {"report " + model_ + " --fusion-config " + write("bad.json", R"({"exclude": ["/x"], "colour": 1})"),
+       {"unknown key \"colour\""}},
+      {"report " + model_ + " --fusion-config " + write("rule.json", R"({"disable": ["bogus"]})"),
+       {"rule.json': unknown fusion rule 'bogus'"}},
+      {"report " + model_ + " --fusion-config " + path("missing.json"), {"cannot read fusion config"}},
+  };
+  for (const auto& [args, phrases] : cases) {
+    SCOPED_TRACE(args);
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1);
+    for (const std::string& phrase : phrases) EXPECT_NE(r.output.find(phrase), std::string::npos) << r.output;
+  }
 }
 
 TEST_F(FusionCliTest, VizWritesEveryFormatAndNeverClobbers) {
