@@ -34,6 +34,7 @@
 
 #include "codegen/fused_program.h"
 #include "kernels/cpu/hwy_vinstr.h"
+#include "kernels/cpu/strided_gather.h"
 
 namespace opfuse::hwy_cpu {
 struct ExecInstr {
@@ -542,7 +543,7 @@ class HwyProgram final : public CompiledProgram {
         return buf;
       }
       case LoadMode::kGather:
-        gather(l, src, start, n, buf, coords);
+        gather_strided(p_.dims, l.strides, l.base, start, n, buf, coords, [src](int64_t e) { return src[e]; }, src);
         return buf;
       case LoadMode::kTable: {
         const int64_t* table = l.table.data() + start;
@@ -560,42 +561,6 @@ class HwyProgram final : public CompiledProgram {
     return buf;
   }
 
-  // buf[0, n) = the load's elements for iteration elements [start, start + n).
-  void gather(const ProgramLoad& l, const float* src, int64_t start, int64_t n, float* dst,
-              std::vector<int64_t>& index) const {
-    const size_t rank = p_.dims.size();
-    index.assign(rank, 0);
-    int64_t offset = l.base, rem = start;
-    for (size_t k = rank; k-- > 0;) {
-      index[k] = rem % p_.dims[k];
-      rem /= p_.dims[k];
-      offset += index[k] * l.strides[k];
-    }
-    const int64_t inner = p_.dims[rank - 1], stride = l.strides[rank - 1];
-    while (n > 0) {
-      const int64_t run = std::min(inner - index[rank - 1], n);
-      if (stride == 0) {
-        std::fill(dst, dst + run, src[offset]);
-      } else if (stride == 1) {
-        std::memcpy(dst, src + offset, static_cast<size_t>(run) * sizeof(float));
-      } else {
-        for (int64_t i = 0; i < run; ++i) dst[i] = src[offset + i * stride];
-      }
-      dst += run;
-      n -= run;
-      offset += run * stride;
-      index[rank - 1] += run;
-      if (index[rank - 1] < inner) continue;
-      index[rank - 1] = 0;
-      offset -= inner * stride;
-      for (size_t k = rank - 1; k-- > 0;) {
-        offset += l.strides[k];
-        if (++index[k] < p_.dims[k]) break;
-        offset -= p_.dims[k] * l.strides[k];
-        index[k] = 0;
-      }
-    }
-  }
 
   FusedProgram p_;
   bool register_mode_ = false;

@@ -24,6 +24,7 @@
 #include "ops/registry.h"
 
 #include "kernels/cpu/hwy_vinstr.h"
+#include "kernels/cpu/strided_gather.h"
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -172,7 +173,9 @@ class ElementwiseKernel final : public Kernel {
               vals[i] = buffer(i);
             }
           } else {
-            gather(ap, t, start, n, buffer(i), index);
+            gather_strided(plan.dims, ap.strides, 0, start, n, buffer(i), index,
+                           [&](int64_t e) { return load(t, in.a, e); },
+                           ap.is_bool ? nullptr : t.data<float>());
             fill_offset[i] = -1;
             vals[i] = buffer(i);
           }
@@ -202,45 +205,6 @@ class ElementwiseKernel final : public Kernel {
       flat /= plan.dims[k];
     }
     return off;
-  }
-  // dst[0, n) = the broadcast view of the input over output elements [start, start + n).
-  void gather(const ArgPlan& ap, const Tensor& t, int64_t start, int64_t n, float* dst,
-              std::vector<int64_t>& index) const {
-    const size_t rank = plan.dims.size();
-    index.assign(rank, 0);
-    int64_t offset = 0, rem = start;
-    for (size_t k = rank; k-- > 0;) {
-      index[k] = rem % plan.dims[k];
-      rem /= plan.dims[k];
-      offset += index[k] * ap.strides[k];
-    }
-    const int64_t inner = plan.dims[rank - 1], stride = ap.strides[rank - 1];
-    const float* f = ap.is_bool ? nullptr : t.data<float>();
-    const bool* b = ap.is_bool ? t.data<bool>() : nullptr;
-    auto at = [&](int64_t i) { return f ? f[i] : (b[i] ? 1.0f : 0.0f); };
-    while (n > 0) {
-      const int64_t run = std::min(inner - index[rank - 1], n);
-      if (stride == 0) {
-        std::fill(dst, dst + run, at(offset));
-      } else if (stride == 1 && f) {
-        std::memcpy(dst, f + offset, static_cast<size_t>(run) * sizeof(float));
-      } else {
-        for (int64_t i = 0; i < run; ++i) dst[i] = at(offset + i * stride);
-      }
-      dst += run;
-      n -= run;
-      offset += run * stride;
-      index[rank - 1] += run;
-      if (index[rank - 1] < inner) continue;
-      index[rank - 1] = 0;
-      offset -= inner * stride;
-      for (size_t k = rank - 1; k-- > 0;) {
-        offset += ap.strides[k];
-        if (++index[k] < plan.dims[k]) break;
-        offset -= plan.dims[k] * ap.strides[k];
-        index[k] = 0;
-      }
-    }
   }
 };
 
