@@ -1,4 +1,5 @@
 // The dispatch table: every optimised kernel, in order of preference per op.
+#include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_blocked.h"
 #include "kernels/cpu/onednn_conv.h"
@@ -22,6 +23,12 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_fused_conv_kernel(),
         onednn::onednn_conv_transpose_kernel(),
         onednn::onednn_fused_conv_transpose_kernel(),
+        // M = 1 with constant weights (classifier heads): packed weight streaming, before
+        // oneDNN's matmul (kernels/cpu/gemv_kernel.cc).
+        gemv_matmul_kernel(),
+        gemv_gemm_kernel(),
+        gemv_fused_matmul_kernel(),
+        gemv_fused_gemm_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),

@@ -1,0 +1,350 @@
+// "cpu.gemv": Y[1, N] = post(alpha * a[K] * B[K, N] + bias) for MatMul / Gemm / FusedMatMul /
+// FusedGemm with M = 1 and a constant B (kernels/cpu/gemv_kernel.h).
+//
+// Why not oneDNN: at M = 1 the node is pure weight streaming (K*N*4 bytes read once, 2 FLOPs per
+// weight), and in a model the weights are cold: the rest of the run evicted them. oneDNN's
+// matmul on [1,1280]x[1280,1000] took ~130 us hot but ~420 us cold, and ~430-550 us inside
+// mobilenet_v3 / efficientnet (ONNX Runtime: ~230 us on the same nodes; the STREAM triad of this
+// machine puts 5 MB at ~270 us). Here the weights are packed once, at kernel creation, into
+// panels of kGemvPanel columns x all K rows (alpha folded in); thread t gets a contiguous run of
+// panels, so each thread reads one linear stream the hardware prefetcher follows, with every
+// load 64-byte aligned. A panel is computed with kGemvPanel / lanes accumulators per k-row pair
+// (two banks, so the FMA chains are not latency bound when the weights are hot), then the thread
+// applies the bias and the epilogue to its own columns while they are in L1.
+#ifndef OPFUSE_KERNELS_CPU_GEMV_KERNEL_DECLS_
+#define OPFUSE_KERNELS_CPU_GEMV_KERNEL_DECLS_
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/gemv_kernel.h"
+#include "kernels/cpu/hwy_kernels.h"
+#include "ops/fused.h"
+#include "ops/op_def.h"
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/gemv_kernel.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// y[0, kVecs * lanes) = sum_k a[k] * w[k * stride + j]; w is 64-byte aligned, stride a multiple
+// of 16 floats. Two accumulator banks (even and odd k) give 2 * kVecs independent FMA chains.
+template <size_t kVecs>
+HWY_INLINE void GemvPanelFixed(const float* HWY_RESTRICT a, const float* HWY_RESTRICT w, int64_t k,
+                               size_t stride, float* HWY_RESTRICT y) {
+  using DF = hn::ScalableTag<float>;
+  const DF d;
+  constexpr size_t L = hn::MaxLanes(DF());
+  hn::Vec<DF> acc0[kVecs], acc1[kVecs];
+  for (size_t v = 0; v < kVecs; ++v) acc0[v] = acc1[v] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 <= k; i += 2) {
+    const float* row = w + static_cast<size_t>(i) * stride;
+    const auto a0 = hn::Set(d, a[i]), a1 = hn::Set(d, a[i + 1]);
+    for (size_t v = 0; v < kVecs; ++v) acc0[v] = hn::MulAdd(a0, hn::Load(d, row + v * L), acc0[v]);
+    for (size_t v = 0; v < kVecs; ++v) {
+      acc1[v] = hn::MulAdd(a1, hn::Load(d, row + stride + v * L), acc1[v]);
+    }
+  }
+  if (i < k) {
+    const float* row = w + static_cast<size_t>(i) * stride;
+    const auto a0 = hn::Set(d, a[i]);
+    for (size_t v = 0; v < kVecs; ++v) acc0[v] = hn::MulAdd(a0, hn::Load(d, row + v * L), acc0[v]);
+  }
+  for (size_t v = 0; v < kVecs; ++v) hn::StoreU(hn::Add(acc0[v], acc1[v]), d, y + v * L);
+}
+
+// One packed panel: `stride` stored columns (a multiple of 16, at most kGemvPanel), of which the
+// first `width` are real; writes y[0, width).
+void GemvPanel(const float* a, const float* w, int64_t k, int64_t stride, int64_t width, float* y) {
+  constexpr size_t L = hn::MaxLanes(hn::ScalableTag<float>());
+  constexpr size_t kGroup = 16 / L;  // vectors per 16 floats (the stride granularity)
+  static_assert(kGemvPanel == 64 && 16 % L == 0, "the switch below covers 16..64 columns");
+  alignas(64) float tmp[kGemvPanel];
+  float* dst = width == stride ? y : tmp;
+  const size_t s = static_cast<size_t>(stride);
+  switch (stride / 16) {
+    case 4: GemvPanelFixed<4 * kGroup>(a, w, k, s, dst); break;
+    case 3: GemvPanelFixed<3 * kGroup>(a, w, k, s, dst); break;
+    case 2: GemvPanelFixed<2 * kGroup>(a, w, k, s, dst); break;
+    default: GemvPanelFixed<1 * kGroup>(a, w, k, s, dst); break;
+  }
+  if (dst != y) std::memcpy(y, tmp, static_cast<size_t>(width) * sizeof(float));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse {
+namespace hwy_cpu {
+HWY_EXPORT(GemvPanel);
+}  // namespace hwy_cpu
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// Below this many weights one thread streams them: waking a second costs more than it saves.
+constexpr int64_t kParallelWeights = int64_t{1} << 16;
+
+int64_t numel_of(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+// Everything the kernel needs, resolved from the node at compile time.
+struct GemvPlan {
+  int64_t k = 0, n = 0;
+  const Tensor* b = nullptr;  // the constant weights, [K, N] or (trans_b) [N, K]
+  bool trans_b = false;
+  float alpha = 1.0f;
+  // The bias: Gemm's C (scaled by beta; 1 or N elements) or FusedMatMul's [N]. A constant one
+  // is expanded to N floats at creation; a computed one is read from input `bias_input`.
+  int bias_input = -1;
+  int64_t bias_numel = 0;
+  float bias_scale = 1.0f;
+  const Tensor* bias_constant = nullptr;
+  std::vector<PostOp> epilogue;  // "add" reads input 3
+};
+
+const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
+  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
+  return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
+}
+
+// The bias / epilogue part shared by the fused ops: every post-op is scalar or the residual add,
+// and the residual has the output's shape.
+bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, GemvPlan& plan) {
+  const Node& node = ctx.node;
+  if (node.domain() != kFusedDomain) return false;
+  auto epilogue = read_epilogue(node);
+  if (!epilogue.is_ok()) return false;
+  int adds = 0;
+  for (const PostOp& op : *epilogue) {
+    if (op.spec->apply == nullptr && op.spec->dnnl != DnnlPostOp::kBinaryAdd) return false;
+    adds += op.spec->apply == nullptr;
+  }
+  if (adds != (node.has_input(3) ? 1 : 0)) return false;
+  if (node.has_input(3) && hwy_cpu::static_dims_of(node.input(3)) != y) return false;
+  plan.epilogue = std::move(*epilogue);
+  return true;
+}
+
+// MatMul / FusedMatMul: A holds K elements (its last dim; every other dim 1), B is [K] (N = 1)
+// or [1, ..., 1, K, N], Y holds N elements.
+std::optional<GemvPlan> matmul_plan(const KernelCompileContext& ctx, bool fused) {
+  const Node& node = ctx.node;
+  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
+  const auto a = hwy_cpu::static_dims_of(node.input(0));
+  const auto b = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  if (!a || !b || !y || a->empty() || b->empty()) return std::nullopt;
+  GemvPlan plan;
+  plan.k = a->back();
+  const int64_t bk = b->size() == 1 ? (*b)[0] : (*b)[b->size() - 2];
+  plan.n = b->size() == 1 ? 1 : b->back();
+  if (plan.k <= 0 || plan.n <= 0 || bk != plan.k || numel_of(*a) != plan.k ||
+      numel_of(*b) != plan.k * plan.n || numel_of(*y) != plan.n) {
+    return std::nullopt;
+  }
+  plan.b = f32_constant(ctx, 1, *b);
+  if (plan.b == nullptr) return std::nullopt;
+  if (!fused) return node.inputs().size() == 2 ? std::optional(plan) : std::nullopt;
+  if (node.has_input(2)) {
+    if (hwy_cpu::static_dims_of(node.input(2)) != Dims{plan.n}) return std::nullopt;
+    plan.bias_input = 2;
+    plan.bias_numel = plan.n;
+    plan.bias_constant = f32_constant(ctx, 2, Dims{plan.n});
+  }
+  if (!read_fused_tail(ctx, *y, plan)) return std::nullopt;
+  return plan;
+}
+
+// Gemm / FusedGemm: op(A) is [1, K], op(B) [K, N] constant, C broadcasts to [1, N].
+std::optional<GemvPlan> gemm_plan(const KernelCompileContext& ctx, bool fused) {
+  const Node& node = ctx.node;
+  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
+  const auto a = hwy_cpu::static_dims_of(node.input(0));
+  const auto b = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  if (!a || !b || !y || a->size() != 2 || b->size() != 2) return std::nullopt;
+  const AttrReader attrs(node);
+  const bool ta = attrs.get_int("transA") != 0;
+  GemvPlan plan;
+  plan.trans_b = attrs.get_int("transB") != 0;
+  plan.alpha = attrs.get_float("alpha");
+  const int64_t m = ta ? (*a)[1] : (*a)[0];
+  plan.k = ta ? (*a)[0] : (*a)[1];
+  plan.n = plan.trans_b ? (*b)[0] : (*b)[1];
+  const int64_t bk = plan.trans_b ? (*b)[1] : (*b)[0];
+  // alpha = 0 is declined: folded into the weights it would turn an inf in A into NaN where
+  // the reference skips the product.
+  if (m != 1 || plan.k <= 0 || plan.n <= 0 || bk != plan.k || *y != Dims{1, plan.n} ||
+      plan.alpha == 0.0f) {
+    return std::nullopt;
+  }
+  plan.b = f32_constant(ctx, 1, *b);
+  if (plan.b == nullptr) return std::nullopt;
+  // beta = 0 never reads C (as the reference: NaNs in C do not propagate).
+  if (node.has_input(2) && attrs.get_float("beta") != 0.0f) {
+    const auto c = hwy_cpu::static_dims_of(node.input(2));
+    if (!c || c->size() > 2) return std::nullopt;
+    const int64_t c_numel = numel_of(*c);
+    // Broadcastable to [1, N]: a leading dim must be 1, the last 1 or N.
+    if ((c->size() == 2 && (*c)[0] != 1) || (!c->empty() && c->back() != 1 && c->back() != plan.n) ||
+        (c_numel != 1 && c_numel != plan.n)) {
+      return std::nullopt;
+    }
+    plan.bias_input = 2;
+    plan.bias_numel = c_numel;
+    plan.bias_scale = attrs.get_float("beta");
+    plan.bias_constant = f32_constant(ctx, 2, *c);
+  }
+  if (!fused) return node.inputs().size() <= 3 ? std::optional(plan) : std::nullopt;
+  if (!read_fused_tail(ctx, *y, plan)) return std::nullopt;
+  return plan;
+}
+
+class GemvKernel final : public Kernel {
+ public:
+  explicit GemvKernel(GemvPlan plan) : plan_(std::move(plan)) {
+    pack_weights();
+    if (plan_.bias_constant != nullptr) {
+      const float* c = plan_.bias_constant->data<float>();
+      bias_.resize(static_cast<size_t>(plan_.n));
+      for (int64_t j = 0; j < plan_.n; ++j) {
+        bias_[j] = plan_.bias_scale * c[plan_.bias_numel == 1 ? 0 : j];
+      }
+    }
+    plan_.b = plan_.bias_constant = nullptr;  // packed / expanded: not needed at run time
+  }
+
+  std::string_view name() const override { return "cpu.gemv"; }
+
+  Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    const int64_t k = plan_.k, n = plan_.n;
+    auto f32_of = [&](size_t i, int64_t numel) -> const float* {
+      const Tensor* t = i < in.size() ? in[i] : nullptr;
+      return t && t->dtype() == DType::kF32 && t->numel() == numel ? t->data<float>() : nullptr;
+    };
+    const float* a = f32_of(0, k);
+    const float* bias = nullptr;
+    if (plan_.bias_input >= 0 && bias_.empty()) bias = f32_of(plan_.bias_input, plan_.bias_numel);
+    const float* residual = in.size() > 3 && in[3] != nullptr ? f32_of(3, n) : nullptr;
+    const bool needs_residual =
+        std::any_of(plan_.epilogue.begin(), plan_.epilogue.end(), [](const PostOp& op) { return op.spec->apply == nullptr; });
+    if (a == nullptr || (plan_.bias_input >= 0 && bias_.empty() && bias == nullptr) ||
+        (needs_residual && residual == nullptr) || out.empty() || out[0] == nullptr ||
+        out[0]->dtype() != DType::kF32 || out[0]->numel() != n) {
+      return Status::internal_error("cpu.gemv: an operand does not have its planned shape");
+    }
+    float* y = out[0]->data<float>();
+    const int64_t panels = (n + kGemvPanel - 1) / kGemvPanel;
+    const int64_t threads = k * n >= kParallelWeights ? std::min<int64_t>(omp_get_max_threads(), panels) : 1;
+#pragma omp parallel num_threads(static_cast<int>(threads)) if (threads > 1)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t p0 = panels * t / nt, p1 = panels * (t + 1) / nt;
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t col = p * kGemvPanel, width = std::min(kGemvPanel, n - col);
+        HWY_DYNAMIC_DISPATCH(hwy_cpu::GemvPanel)(a, packed_.get() + col * k, k, stored_width(width),
+                                                 width, y + col);
+      }
+      finish(y, bias, residual, p0 * kGemvPanel, std::min(p1 * kGemvPanel, n));
+    }
+    return Status::ok();
+  }
+
+ private:
+  static int64_t stored_width(int64_t width) { return (width + 15) / 16 * 16; }
+
+  // Panel p (columns [64p, 64p + width)) starts at float 64p * K: [K x stored_width(width)].
+  void pack_weights() {
+    const int64_t k = plan_.k, n = plan_.n;
+    const int64_t last = (n - 1) / kGemvPanel * kGemvPanel;
+    const size_t total = static_cast<size_t>(last * k + stored_width(n - last) * k);
+    packed_ = hwy::AllocateAligned<float>(total);
+    std::fill(packed_.get(), packed_.get() + total, 0.0f);
+    const float* b = plan_.b->data<float>();
+    for (int64_t col = 0; col < n; col += kGemvPanel) {
+      const int64_t width = std::min(kGemvPanel, n - col), stride = stored_width(width);
+      float* panel = packed_.get() + col * k;
+      // Read B along its contiguous axis; the panel (<= 64 * K floats) takes the strided writes.
+      if (plan_.trans_b) {
+        for (int64_t j = 0; j < width; ++j) {
+          for (int64_t i = 0; i < k; ++i) panel[i * stride + j] = plan_.alpha * b[(col + j) * k + i];
+        }
+      } else {
+        for (int64_t i = 0; i < k; ++i) {
+          for (int64_t j = 0; j < width; ++j) panel[i * stride + j] = plan_.alpha * b[i * n + col + j];
+        }
+      }
+    }
+  }
+
+  // Bias, then the post-ops in order, on columns [c0, c1) (this thread's, still in L1).
+  void finish(float* y, const float* bias, const float* residual, int64_t c0, int64_t c1) const {
+    if (!bias_.empty()) {
+      for (int64_t j = c0; j < c1; ++j) y[j] += bias_[j];
+    } else if (bias != nullptr) {
+      const bool scalar = plan_.bias_numel == 1;
+      for (int64_t j = c0; j < c1; ++j) y[j] += plan_.bias_scale * bias[scalar ? 0 : j];
+    }
+    for (const PostOp& op : plan_.epilogue) {
+      if (op.spec->apply == nullptr) {
+        for (int64_t j = c0; j < c1; ++j) y[j] += residual[j];
+        continue;
+      }
+      const float* p = op.params.data();
+      for (int64_t j = c0; j < c1; ++j) y[j] = op.spec->apply(y[j], p);
+    }
+  }
+
+  GemvPlan plan_;
+  hwy::AlignedFreeUniquePtr<float[]> packed_;
+  std::vector<float> bias_;  // a constant bias, scaled and expanded to N
+};
+
+template <bool kGemm, bool kFused>
+std::optional<GemvPlan> plan_of(const KernelCompileContext& ctx) {
+  return kGemm ? gemm_plan(ctx, kFused) : matmul_plan(ctx, kFused);
+}
+
+template <bool kGemm, bool kFused>
+bool supports(const KernelCompileContext& ctx) {
+  return plan_of<kGemm, kFused>(ctx).has_value();
+}
+
+template <bool kGemm, bool kFused>
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  auto plan = plan_of<kGemm, kFused>(ctx);
+  if (!plan) return Status::internal_error(str_cat(ctx.node.describe(), ": not a cpu.gemv node"));
+  return std::unique_ptr<Kernel>(std::make_unique<GemvKernel>(std::move(*plan)));
+}
+
+}  // namespace
+
+KernelImpl gemv_matmul_kernel() { return {"cpu.gemv", "MatMul", supports<false, false>, create<false, false>}; }
+KernelImpl gemv_gemm_kernel() { return {"cpu.gemv", "Gemm", supports<true, false>, create<true, false>}; }
+KernelImpl gemv_fused_matmul_kernel() {
+  return {"cpu.gemv", "FusedMatMul", supports<false, true>, create<false, true>};
+}
+KernelImpl gemv_fused_gemm_kernel() {
+  return {"cpu.gemv", "FusedGemm", supports<true, true>, create<true, true>};
+}
+
+}  // namespace opfuse
+#endif  // HWY_ONCE

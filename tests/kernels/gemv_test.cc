@@ -1,0 +1,271 @@
+// The M = 1 kernel "cpu.gemv" (kernels/cpu/gemv_kernel.cc) against the reference kernels of
+// MatMul / Gemm / FusedMatMul / FusedGemm: create_kernel must pick it for a single row with
+// constant weights (and something else otherwise), and it must agree with the reference within
+// 1e-5 of the reference's largest magnitude (only the summation order differs).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "kernels/cpu/gemv_kernel.h"
+#include "kernels/cpu/onednn_gemm.h"
+#include "kernels/kernel.h"
+#include "kernels/onednn_test_util.h"
+#include "ops/fused.h"
+#include "passes/infer_shapes.h"
+#include "runtime/compare.h"
+
+namespace opfuse {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using onednn_test::random_f32;
+
+struct Arg {
+  Tensor tensor;  // undefined: omitted optional input
+  bool constant = false;
+};
+Arg in(Tensor t) { return {std::move(t), false}; }
+Arg cst(Tensor t) { return {std::move(t), true}; }
+
+// One node in its own graph with shapes inferred; its kernel and the reference run on the args.
+struct OneNode {
+  Graph graph;
+  Node* node = nullptr;
+  std::vector<Tensor> inputs;
+  std::vector<const Tensor*> args, constants;
+
+  Tensor run(const Kernel& k) const {
+    Ints dims;
+    for (const Dim& d : *node->output(0)->shape) dims.push_back(d.value());
+    Tensor y = Tensor::zeros(node->output(0)->dtype, dims).value();
+    Tensor* out = &y;
+    const Status s = k.run(args, {&out, 1});
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    return y;
+  }
+};
+
+std::unique_ptr<OneNode> make_node(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
+  auto n = std::make_unique<OneNode>();
+  const bool fused = op.rfind("Fused", 0) == 0;
+  std::vector<Value*> values;
+  n->inputs.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = n->inputs.emplace_back(std::move(args[i].tensor));
+    const std::string name = str_cat("in", i);
+    n->args.push_back(t.defined() ? &t : nullptr);
+    n->constants.push_back(t.defined() && args[i].constant ? &t : nullptr);
+    if (!t.defined()) {
+      values.push_back(nullptr);
+    } else if (args[i].constant) {
+      values.push_back(n->graph.add_constant(name, t));
+    } else {
+      values.push_back(n->graph.add_input(name, t.dtype(), t.shape()));
+    }
+  }
+  auto node = n->graph.add_node(op, values, {"y"}, std::move(attrs), "n1",
+                                fused ? std::string(kFusedDomain) : std::string());
+  EXPECT_TRUE(node.is_ok()) << node.status().message();
+  if (!node.is_ok()) return nullptr;
+  n->node = *node;
+  const Status s = infer_shapes(n->graph);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return s.is_ok() ? std::move(n) : nullptr;
+}
+
+// Creates the node's kernel, checks its name, compares it with the reference kernel.
+void check(const std::string& op, std::vector<Arg> args, const Attributes& attrs,
+           std::string_view want_kernel, const std::string& what, double tolerance = 1e-5) {
+  SCOPED_TRACE(str_cat(op, " ", what));
+  auto n = make_node(op, std::move(args), attrs);
+  ASSERT_NE(n, nullptr);
+  auto kernel = create_kernel(KernelCompileContext{*n->node, n->constants, 1});
+  ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+  EXPECT_EQ((*kernel)->name(), want_kernel);
+  const Tensor want = n->run(*make_reference_kernel(*n->node));
+  const Tensor got = n->run(**kernel);
+  EXPECT_LE(max_relative_difference(got, want), tolerance);
+}
+
+// K and N around the vector width (16 floats on AVX-512, 8 on AVX2) and the 64-column panel.
+const std::vector<std::pair<int64_t, int64_t>> kShapes = {
+    {1, 1},   {1, 7},   {3, 1},   {5, 15},  {16, 16}, {17, 33},  {31, 64},   {64, 65},
+    {2, 100}, {7, 127}, {33, 128}, {100, 129}, {960, 1280}, {1280, 1000}, {257, 200}, {2048, 10},
+};
+
+TEST(GemvMatMul, ShapesAndRanksMatchTheReference) {
+  std::mt19937 gen(1);
+  for (const auto& [k, n] : kShapes) {
+    const std::string s = str_cat("k", k, " n", n);
+    check("MatMul", {in(random_f32({1, k}, gen)), cst(random_f32({k, n}, gen))}, {}, "cpu.gemv", s + " [1,K]");
+    check("MatMul", {in(random_f32({k}, gen)), cst(random_f32({k, n}, gen))}, {}, "cpu.gemv", s + " [K]");
+    check("MatMul", {in(random_f32({1, 1, k}, gen)), cst(random_f32({k, n}, gen))}, {}, "cpu.gemv",
+          s + " [1,1,K]");
+    check("MatMul", {in(random_f32({1, 1, 1, k}, gen)), cst(random_f32({1, k, n}, gen))}, {}, "cpu.gemv",
+          s + " [1,1,1,K] x [1,K,N]");
+  }
+  check("MatMul", {in(random_f32({1, 37}, gen)), cst(random_f32({37}, gen))}, {}, "cpu.gemv", "B [K]: N = 1");
+  check("MatMul", {in(random_f32({37}, gen)), cst(random_f32({37}, gen))}, {}, "cpu.gemv", "dot product");
+}
+
+TEST(GemvMatMul, DeclinesSeveralRowsOrComputedWeights) {
+  std::mt19937 gen(2);
+  check("MatMul", {in(random_f32({2, 40}, gen)), cst(random_f32({40, 30}, gen))}, {}, "onednn.matmul", "M = 2");
+  check("MatMul", {in(random_f32({3, 1, 40}, gen)), cst(random_f32({40, 30}, gen))}, {}, "onednn.matmul",
+        "batch 3 x M 1");
+  check("MatMul", {in(random_f32({1, 40}, gen)), in(random_f32({40, 30}, gen))}, {}, "onednn.matmul",
+        "computed B");
+  check("MatMul", {in(random_f32({1, 40}, gen)), cst(random_f32({2, 40, 30}, gen))}, {}, "onednn.matmul",
+        "batched B");
+  check("MatMul", {in(random_f32({1, 5}, gen).cast(DType::kF64).value()),
+                   cst(random_f32({5, 3}, gen).cast(DType::kF64).value())},
+        {}, "reference", "f64");
+}
+
+TEST(GemvGemm, AttributesAndBiasShapesMatchTheReference) {
+  std::mt19937 gen(3);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
+  for (int iter = 0; iter < 80; ++iter) {
+    const auto [k, n] = kShapes[iter % kShapes.size()];
+    const bool ta = pick(0, 1), tb = pick(0, 1), c_const = pick(0, 1);
+    const float alpha = pick(0, 1) ? 1.0f : 0.5f;
+    const float beta = std::vector<float>{1.0f, -1.5f, 0.0f}[pick(0, 2)];
+    const std::vector<Ints> c_shapes = {{}, {n}, {1, n}, {1, 1}, {1}};
+    const int c_kind = pick(-1, static_cast<int>(c_shapes.size()) - 1);  // -1: no C
+    std::vector<Arg> args = {in(random_f32(ta ? Ints{k, 1} : Ints{1, k}, gen)),
+                             cst(random_f32(tb ? Ints{n, k} : Ints{k, n}, gen))};
+    if (c_kind >= 0) {
+      Tensor c = random_f32(c_shapes[c_kind], gen);
+      args.push_back(c_const ? cst(c) : in(c));
+    }
+    check("Gemm", std::move(args),
+          {{"transA", int64_t{ta}}, {"transB", int64_t{tb}}, {"alpha", alpha}, {"beta", beta}}, "cpu.gemv",
+          str_cat("#", iter, " k", k, " n", n, " ta", ta, " tb", tb, " alpha ", alpha, " beta ", beta, " C ",
+                  c_kind < 0 ? "none" : dims_to_string(c_shapes[c_kind]), c_const ? " const" : ""));
+  }
+}
+
+TEST(GemvGemm, DeclinesSeveralRowsComputedWeightsAndZeroAlpha) {
+  std::mt19937 gen(4);
+  check("Gemm", {in(random_f32({2, 40}, gen)), cst(random_f32({40, 30}, gen))}, {}, "onednn.gemm", "M = 2");
+  check("Gemm", {in(random_f32({40, 2}, gen)), cst(random_f32({40, 30}, gen))}, {{"transA", int64_t{1}}},
+        "onednn.gemm", "transA M = 2");
+  check("Gemm", {in(random_f32({1, 40}, gen)), in(random_f32({40, 30}, gen))}, {}, "onednn.gemm", "computed B");
+  check("Gemm", {in(random_f32({1, 40}, gen)), cst(random_f32({40, 30}, gen))}, {{"alpha", 0.0f}}, "onednn.gemm",
+        "alpha 0");
+}
+
+// A case worked by hand: a = [1, 2, -3], B = [[1, 0], [0, 1], [1, 1]] (transB: stored [[1,0,1],
+// [0,1,1]]), alpha 2: 2 * a B = [-4, -2]; C = [10, 1] with beta 0.5 gives [1, -1.5]; relu: [1, 0].
+TEST(GemvGemm, HandComputedFusedGemm) {
+  auto n = make_node("FusedGemm",
+                     {in(Tensor::from_vector<float>({1, 3}, {1, 2, -3})),
+                      cst(Tensor::from_vector<float>({2, 3}, {1, 0, 1, 0, 1, 1})),
+                      cst(Tensor::from_vector<float>({2}, {10, 1}))},
+                     {{"transB", int64_t{1}}, {"alpha", 2.0f}, {"beta", 0.5f},
+                      {"epilogue", std::vector<std::string>{"relu"}}});
+  ASSERT_NE(n, nullptr);
+  auto kernel = create_kernel(KernelCompileContext{*n->node, n->constants, 1});
+  ASSERT_TRUE(kernel.is_ok());
+  EXPECT_EQ((*kernel)->name(), "cpu.gemv");
+  const Tensor y = n->run(**kernel);
+  ASSERT_EQ(y.dims(), (Ints{1, 2}));
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 1.0f);
+  EXPECT_FLOAT_EQ(y.data<float>()[1], 0.0f);
+}
+
+const std::vector<std::vector<std::string>> kEpilogues = {
+    {},           {"relu"},        {"hardswish"},          {"gelu_erf"}, {"add"}, {"hardswish", "add"},
+    {"add", "relu"}, {"sigmoid_mul"}, {"clip:0:6", "linear:0.5:1"}, {"gelu_tanh"},
+};
+
+TEST(GemvFused, EpiloguesBiasAndResidualMatchTheReference) {
+  std::mt19937 gen(5);
+  int iter = 0;
+  for (const auto& epilogue : kEpilogues) {
+    const bool residual = std::find(epilogue.begin(), epilogue.end(), "add") != epilogue.end();
+    for (const auto& [k, n] : {std::pair<int64_t, int64_t>{960, 1280}, {13, 70}, {64, 5}}) {
+      const std::string what = str_cat("k", k, " n", n, " epilogue ", epilogue.empty() ? "" : epilogue[0],
+                                       epilogue.size() > 1 ? "," + epilogue[1] : "");
+      const bool bias_const = ++iter % 2;
+      Attributes gemm_attrs = {{"transB", int64_t{1}}, {"epilogue", epilogue}};
+      std::vector<Arg> g = {in(random_f32({1, k}, gen)), cst(random_f32({n, k}, gen)),
+                            bias_const ? cst(random_f32({n}, gen)) : in(random_f32({1, n}, gen))};
+      if (residual) g.push_back(in(random_f32({1, n}, gen)));
+      check("FusedGemm", std::move(g), gemm_attrs, "cpu.gemv", what);
+      // FusedMatMul with A [1,1,K]: bias [N], residual of Y's shape [1,1,N].
+      std::vector<Arg> m = {in(random_f32({1, 1, k}, gen)), cst(random_f32({k, n}, gen)),
+                            bias_const ? cst(random_f32({n}, gen)) : in(random_f32({n}, gen))};
+      if (residual) m.push_back(in(random_f32({1, 1, n}, gen)));
+      check("FusedMatMul", std::move(m), {{"epilogue", epilogue}}, "cpu.gemv", what);
+    }
+  }
+  // No bias, epilogue only.
+  check("FusedMatMul",
+        {in(random_f32({1, 300}, gen)), cst(random_f32({300, 90}, gen)), Arg{}, in(random_f32({1, 90}, gen))},
+        {{"epilogue", std::vector<std::string>{"relu", "add"}}}, "cpu.gemv", "no bias, residual");
+}
+
+TEST(GemvFused, DeclinesSeveralRows) {
+  std::mt19937 gen(6);
+  check("FusedGemm", {in(random_f32({4, 50}, gen)), cst(random_f32({50, 20}, gen))},
+        {{"epilogue", std::vector<std::string>{"relu"}}}, "onednn.fused_gemm", "M = 4");
+  check("FusedMatMul", {in(random_f32({2, 1, 50}, gen)), cst(random_f32({50, 20}, gen))},
+        {{"epilogue", std::vector<std::string>{"relu"}}}, "onednn.fused_matmul", "batch 2");
+}
+
+// Two threads split the panels; the result must not depend on the split.
+TEST(GemvThreads, TwoThreadsMatchTheReference) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  std::mt19937 gen(7);
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{1280, 1000}, {2048, 1000}, {512, 130}, {4096, 65}}) {
+    check("Gemm",
+          {in(random_f32({1, k}, gen)), cst(random_f32({n, k}, gen)), cst(random_f32({n}, gen))},
+          {{"transB", int64_t{1}}}, "cpu.gemv", str_cat("k", k, " n", n));
+  }
+  omp_set_num_threads(saved);
+}
+
+// Not a test: microseconds per run of the classifier shapes, weights hot and evicted, cpu.gemv
+// next to oneDNN's gemm. `--gtest_also_run_disabled_tests --gtest_filter='*GemvBench*'`.
+TEST(GemvBench, DISABLED_ClassifierHeads) {
+  omp_set_num_threads(2);
+  std::mt19937 gen(8);
+  std::vector<float> evict(size_t{64} << 20 >> 2, 1.0f);  // 64 MB
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{960, 1280}, {1280, 1000}, {2048, 1000}}) {
+    auto node = make_node("Gemm", {in(random_f32({1, k}, gen)), cst(random_f32({n, k}, gen)),
+                                   cst(random_f32({n}, gen))},
+                          {{"transB", int64_t{1}}});
+    ASSERT_NE(node, nullptr);
+    const KernelCompileContext ctx{*node->node, node->constants, 2};
+    auto gemv = create_kernel(ctx);
+    auto dnnl = onednn::onednn_gemm_kernel().create(ctx);
+    ASSERT_TRUE(gemv.is_ok() && dnnl.is_ok());
+    Tensor y = Tensor::zeros(DType::kF32, {1, n}).value();
+    Tensor* out = &y;
+    for (const auto* kernel : {gemv->get(), dnnl->get()}) {
+      for (bool cold : {false, true}) {
+        std::vector<double> us;
+        for (int r = 0; r < 30; ++r) {
+          if (cold) {
+            for (float& v : evict) v += 1.0f;
+          }
+          const auto t0 = std::chrono::steady_clock::now();
+          ASSERT_TRUE(kernel->run(node->args, {&out, 1}).is_ok());
+          us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(us.begin(), us.end());
+        std::printf("%-12s k %5lld n %5lld %s: median %7.1f us\n", std::string(kernel->name()).c_str(),
+                    static_cast<long long>(k), static_cast<long long>(n), cold ? "cold" : "hot ", us[us.size() / 2]);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace opfuse
