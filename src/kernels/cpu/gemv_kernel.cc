@@ -141,7 +141,8 @@ const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims
 // and the residual has the output's shape.
 bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, GemvPlan& plan) {
   const Node& node = ctx.node;
-  if (node.domain() != kFusedDomain) return false;
+  // Inputs A, B, bias, residual: anything further (a later extension) is declined.
+  if (node.domain() != kFusedDomain || node.inputs().size() > 4) return false;
   auto epilogue = read_epilogue(node);
   if (!epilogue.is_ok()) return false;
   int adds = 0;
