@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "ops/conv_common.h"
 #include "ops/nn_common.h"
@@ -105,12 +106,30 @@ const OpDef& conv_def() {
 
 Status infer_fused_conv(InferContext& ctx) {
   OPFUSE_TRY(conv_def().infer(ctx));
+  const auto& x = ctx.input_shape(0);
+  if (ctx.has_input(kInputScale)) {
+    if (!x || x->size() < 3 || !(*x)[1].is_known()) {
+      return ctx.error("an input scale S needs X's channel count to be known");
+    }
+    OPFUSE_TRY(infer_input_scale(ctx, x->size(), (*x)[1].value(), 0));
+  }
   return infer_epilogue(ctx);
 }
 
 Status fused_conv_kernel(KernelContext& ctx) {
-  OPFUSE_TRY(conv_def().reference(ctx));
-  return apply_epilogue(ctx);
+  if (!ctx.has_input(kInputScale)) {
+    OPFUSE_TRY(conv_def().reference(ctx));
+    return apply_epilogue(ctx);
+  }
+  // Conv(X * S, ...): the same node on the scaled X, then its output moved into ours.
+  OPFUSE_ASSIGN_OR_RETURN(Tensor xs, scale_input_channels(ctx.input(0), ctx.input(kInputScale)));
+  KernelContext scaled(ctx.node(), {&xs, &ctx.input(1), ctx.input_or_null(2), ctx.input_or_null(3)});
+  OPFUSE_TRY(conv_def().reference(scaled));
+  OPFUSE_TRY(apply_epilogue(scaled));
+  const Tensor& y = scaled.outputs()[0];
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, y.dtype(), y.dims()));
+  std::memcpy(out->raw_data(), y.raw_data(), y.nbytes());
+  return Status::ok();
 }
 
 const OpDef& conv_transpose() {
@@ -129,6 +148,43 @@ Status fused_conv_transpose_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+bool is_channel_vector(const std::vector<int64_t>& s, size_t rank, int64_t channels) {
+  if (s.empty() || s.size() > rank) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t axis = rank - s.size() + i;  // right-aligned against X
+    if (s[i] != (axis == 1 ? channels : 1)) return false;
+  }
+  return rank - s.size() <= 1;  // the channel axis is S's own
+}
+
+Status infer_input_scale(InferContext& ctx, size_t x_rank, int64_t channels, int64_t blocked_lanes) {
+  if (ctx.input_dtype(kInputScale) != DType::kF32) return ctx.error("the input scale S must be f32");
+  const auto& shape = ctx.input_shape(kInputScale);
+  if (!shape) return Status::ok();
+  const auto s = static_dims(*shape);
+  if (!s) return ctx.error("the input scale S needs a static shape");
+  const bool blocked = blocked_lanes > 0 && *s == std::vector<int64_t>{1, (channels + blocked_lanes - 1) / blocked_lanes, 1, 1, blocked_lanes};
+  if (!blocked && !is_channel_vector(*s, x_rank, channels)) {
+    return ctx.error(str_cat("the input scale S ", shape_to_string(*shape), " is not a per-channel vector of ",
+                             channels, " channels"));
+  }
+  return Status::ok();
+}
+
+Result<Tensor> scale_input_channels(const Tensor& x, const Tensor& s) {
+  if (x.dtype() != DType::kF32 || s.dtype() != DType::kF32 || x.rank() < 2 || s.numel() < x.dim(1)) {
+    return Status::user_error(str_cat("input scale: cannot scale ", x.type_string(), " by ", s.type_string()));
+  }
+  Tensor out = x.clone();
+  const int64_t n = x.dim(0), c = x.dim(1), inner = n * c == 0 ? 0 : x.numel() / (n * c);
+  float* data = out.data<float>();
+  const float* scale = s.data<float>();
+  for (int64_t i = 0; i < n * c; ++i) {
+    for (int64_t k = 0; k < inner; ++k) data[i * inner + k] *= scale[i % c];
+  }
+  return out;
+}
 
 Status infer_epilogue(InferContext& ctx) {
   OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node()));
@@ -242,16 +298,17 @@ std::vector<OpDef> fused_ops() {
   d.min_opset = 1;
   d.max_opset = 1;
   d.min_inputs = 2;
-  d.max_inputs = 4;
+  d.max_inputs = 5;
   d.attrs = conv_attr_specs();
   d.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
   d.kind = FusionKind::kAnchor;
   d.infer = infer_fused_conv;
   d.reference = fused_conv_kernel;
   d.flops = conv_def().flops;
-  d.summary = "Conv(X, W, [B]) then an epilogue of post-ops (relu, clip, add of residual R ...)";
+  d.summary = "Conv(X * S, W, [B]) then an epilogue of post-ops (relu, clip, add of residual R ...); S: an optional per-input-channel scale";
   ops.push_back(d);
   d.name = "FusedConvTranspose";
+  d.max_inputs = 4;
   d.attrs = conv_transpose().attrs;
   d.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
   d.infer = infer_fused_conv_transpose;

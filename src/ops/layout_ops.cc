@@ -14,9 +14,10 @@
 //   opfuse::Reblock(X: [N,Cb,H,W,b]) {channels, block} -> [N, ceil(C/b'), H, W, b'], b' = block
 //       or C: one reorder between two blocked layouts (nChw16c <-> nhwc), where the layout pass
 //       lets neighbouring convs run different layouts.
-//   opfuse::BlockedConv(X, W, [B], [R]) {Conv's attributes, epilogue, block}
-//       = ToBlocked(FusedConv(plain(X), W, B, plain(R))): X is plain [N,C,H,W] (a first conv
-//       reading an image) or blocked; W and B stay in ONNX layout; R and Y are blocked.
+//   opfuse::BlockedConv(X, W, [B], [R], [S]) {Conv's attributes, epilogue, block}
+//       = ToBlocked(FusedConv(plain(X), W, B, plain(R), S)): X is plain [N,C,H,W] (a first conv
+//       reading an image) or blocked; W and B stay in ONNX layout; R and Y are blocked; the
+//       input scale S (ops/fused.h) is plain per-channel or blocked [1,Cb,1,1,b].
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -190,6 +191,10 @@ Status infer_blocked_conv(InferContext& ctx) {
     inputs[0].shape = plain_shape(x, c);
   }
   if (ctx.has_input(3)) inputs[3].shape = plain_shape(ctx.input_shape(3), m);
+  if (ctx.has_input(kInputScale)) {
+    OPFUSE_TRY(infer_input_scale(ctx, 4, c, lanes(b, c)));
+    inputs[kInputScale].shape = Shape{Dim(1), Dim(c), Dim(1), Dim(1)};
+  }
   std::vector<const Tensor*> constants;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) constants.push_back(ctx.input_constant(i));
   InferContext plain(ctx.node(), std::move(inputs), std::move(constants));
@@ -234,11 +239,11 @@ Status blocked_conv_kernel(KernelContext& ctx) {
     return reblock(t, l, false, channels);
   };
   OPFUSE_ASSIGN_OR_RETURN(Tensor x, plain_of(ctx.input(0), c));
-  std::vector<const Tensor*> inputs = {&x, &w, ctx.input_or_null(2)};
+  std::vector<const Tensor*> inputs = {&x, &w, ctx.input_or_null(2), nullptr, ctx.input_or_null(kInputScale)};
   Tensor r;
   if (ctx.has_input(3)) {
     OPFUSE_ASSIGN_OR_RETURN(r, plain_of(ctx.input(3), m));
-    inputs.push_back(&r);
+    inputs[3] = &r;
   }
   KernelContext plain(ctx.node(), std::move(inputs));
   OPFUSE_TRY(fused_conv_def().reference(plain));
@@ -295,7 +300,7 @@ std::vector<OpDef> layout_ops() {
   OpDef conv = layout_op("BlockedConv", infer_blocked_conv, blocked_conv_kernel,
                          "FusedConv on blocked activations: X plain or blocked, Y and R blocked");
   conv.min_inputs = 2;
-  conv.max_inputs = 4;
+  conv.max_inputs = 5;
   conv.attrs = conv_attr_specs();
   conv.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
   conv.attrs.push_back({"block", AttrType::kInt, AttrValue(int64_t{16}), false});

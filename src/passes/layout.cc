@@ -307,6 +307,14 @@ class LayoutPass {
       OPFUSE_ASSIGN_OR_RETURN(Value * rb, to_blocked(node.input(3)));
       p.inputs.push_back(rb);
     }
+    if (node.has_input(kInputScale)) {
+      // The input scale is read as C floats in channel order, which its plain form and its
+      // blocked form in this layout both are: take whichever exists without a reorder.
+      p.inputs.resize(kInputScale + 1, nullptr);
+      Value* s = node.input(kInputScale);
+      const BlockedValue* home = dry_ == nullptr ? blocked(s) : nullptr;
+      p.inputs[kInputScale] = home != nullptr && home->block == block_ ? home->value : s;
+    }
     return std::optional<Plan>(std::move(p));
   }
 

@@ -97,7 +97,7 @@ Result<Node*> rewrite_conv(Graph& graph, const Match& m) {
     if (op == "Sub") shift[k] = -c[k];
   }
   std::vector<Value*> inputs = conv.inputs();
-  inputs.resize(3, nullptr);
+  inputs.resize(std::max<size_t>(inputs.size(), 3), nullptr);  // room for a bias; keeps an input scale
   if (op == "Mul" || op == "Div") {
     const Tensor& w = *constant_operand(conv.input(1));
     OPFUSE_ASSIGN_OR_RETURN(Tensor w2, Tensor::zeros(DType::kF32, w.dims()));

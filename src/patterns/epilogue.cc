@@ -181,7 +181,7 @@ Result<Node*> absorb_into_anchor(Graph& graph, const Match& m, const std::string
   const AnchorSpec* spec = anchor_spec(*anchor);
   if (spec == nullptr) return Status::internal_error(str_cat(anchor->describe(), " is not an anchor"));
   std::vector<Value*> inputs = anchor->inputs();
-  inputs.resize(4, nullptr);
+  inputs.resize(std::max<size_t>(inputs.size(), 4), nullptr);  // room for the residual; keeps an input scale
   Attributes attrs = anchor->attrs;
   std::vector<std::string> epilogue;
   if (anchor->domain() == kFusedDomain) epilogue = AttrReader(*anchor).get_strings("epilogue");

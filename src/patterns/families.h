@@ -10,7 +10,8 @@ namespace opfuse::patterns {
 std::vector<Pattern> gelu_patterns();      // gelu.cc: decomposed GELU (erf, tanh) -> Gelu
 std::vector<Pattern> epilogue_patterns();  // epilogue.cc: anchor + elementwise post-ops
 std::vector<Pattern> anchor_affine_patterns();  // anchor_affine.cc: bias, per-channel scale/shift
-std::vector<Pattern> focus_patterns();
-std::vector<Pattern> attention_patterns();  // attention.cc: MatMul-scale-mask-Softmax-MatMul -> FusedAttention     // focus.cc: YOLO Focus (space-to-depth) into the Conv
+std::vector<Pattern> focus_patterns();      // focus.cc: YOLO Focus (space-to-depth) into the Conv
+std::vector<Pattern> attention_patterns();  // attention.cc: MatMul-scale-mask-Softmax-MatMul -> FusedAttention
+std::vector<Pattern> input_scale_patterns();  // input_scale.cc: per-channel Mul (SE) into the next conv
 
 }  // namespace opfuse::patterns

@@ -67,8 +67,8 @@ Reason standard_guards(const Pattern& pattern, const Match& match, const PassCon
   return {};
 }
 
-Result<Node*> replace_match(Graph& graph, const Match& match, const std::string& op_type,
-                            const std::string& domain, std::vector<Value*> inputs,
+Result<Node*> replace_match(Graph& graph, const Match& match, std::string op_type,
+                            std::string domain, std::vector<Value*> inputs,
                             Attributes attrs, std::string node_name) {
   Value* result = match.root->output(0);
   const std::string value_name = result->name();

@@ -134,9 +134,11 @@ Reason standard_guards(const Pattern& pattern, const Match& match, const PassCon
 
 // Replaces the match by one node `op_type` (domain) on `inputs`: the new node is named
 // `node_name` and its output 0 takes the name, dtype and shape of the root's output 0, so graph
-// outputs and downstream names are unchanged; every node of the match is removed.
-Result<Node*> replace_match(Graph& graph, const Match& match, const std::string& op_type,
-                            const std::string& domain, std::vector<Value*> inputs,
+// outputs and downstream names are unchanged; every node of the match is removed. Every
+// argument is taken by value: callers pass the root's own op type, attributes and name, which
+// die with it.
+Result<Node*> replace_match(Graph& graph, const Match& match, std::string op_type,
+                            std::string domain, std::vector<Value*> inputs,
                             Attributes attrs, std::string node_name);
 
 // ---- the registry and the driver -------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include "core/random.h"
 #include "ir/text_format.h"
 #include "kernels/kernel.h"
+#include "ops/fused.h"
 #include "ops/op_def.h"
 #include "passes/infer_shapes.h"
 #include "passes/pass.h"
@@ -77,19 +78,40 @@ std::map<std::string, int> check_fusion(const std::string& text) {
     EXPECT_LE(max_relative_difference(*got, *want), 1e-4) << "eager, fused";
   }
 
-  SessionOptions so;
-  so.mode = ExecutionMode::kGraph;
-  so.level = OptLevel::kO2;
-  auto session = Session::create(original.clone(), so);
-  EXPECT_TRUE(session.is_ok()) << session.status().message();
-  if (session.is_ok()) {
+  for (OptLevel level : {OptLevel::kO2, OptLevel::kO3}) {
+    SessionOptions so;
+    so.mode = ExecutionMode::kGraph;
+    so.level = level;
+    auto session = Session::create(original.clone(), so);
+    EXPECT_TRUE(session.is_ok()) << session.status().message();
+    if (!session.is_ok()) continue;
     auto out = session->run(inputs);
     EXPECT_TRUE(out.is_ok()) << out.status().message();
     if (out.is_ok()) {
-      EXPECT_LE(max_relative_difference(*out, *want), 1e-4) << "graph mode O2";
+      EXPECT_LE(max_relative_difference(*out, *want), 1e-4) << "graph mode " << opt_level_name(level);
     }
   }
   return op_counts(fused);
+}
+
+// The kernel of every step of the graph-mode plan at `level` that runs `op`.
+std::vector<std::string> plan_kernels(const std::string& text, OptLevel level, const std::string& op) {
+  Graph g = parse(text);
+  const TensorMap inputs = random_inputs(g);
+  SessionOptions so;
+  so.mode = ExecutionMode::kGraph;
+  so.level = level;
+  auto session = Session::create(std::move(g), so);
+  EXPECT_TRUE(session.is_ok()) << session.status().message();
+  if (!session.is_ok()) return {};
+  auto plan = session->plan_for(inputs);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().message();
+  if (!plan.is_ok()) return {};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < (*plan)->kernels_per_run(); ++i) {
+    if ((*plan)->step_node(i).op_type() == op) out.emplace_back((*plan)->step_kernel_name(i));
+  }
+  return out;
 }
 
 // The oneDNN kernel the compiled plan picks for each fused node of the fused graph.
@@ -277,12 +299,6 @@ TEST(FusionNumericTest, FocusBecomesOneStrideTwoConv) {
             (std::map<std::string, int>{{"FusedConv", 1}}));
 }
 
-}  // namespace
-}  // namespace opfuse
-
-namespace opfuse {
-namespace {
-
 TEST(FusionNumericTest, ConvTransposeReluAndResidual) {
   const char* text = R"(graph @main opset 13 (%x: f32[1,8,5,5], %r: f32[1,4,10,10]) {
   %w: f32[8,4,4,4] = const elided
@@ -294,6 +310,108 @@ TEST(FusionNumericTest, ConvTransposeReluAndResidual) {
 })";
   EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConvTranspose", 1}}));
   EXPECT_EQ(kernels_of(text, "FusedConvTranspose"), (std::vector<std::string>{"onednn.fused_conv_transpose"}));
+}
+
+// Input scale (patterns/input_scale.cc): x * s into the conv reading it. `conv` is the conv's
+// attributes and weight dims; s is computed from x (squeeze-excitation) or a graph input.
+std::string input_scale_text(int n, int c, int h, const std::string& w_dims, int m, int oh,
+                             const std::string& conv_attrs, const std::string& s_source,
+                             const std::string& tail = "") {
+  auto t = [](int n, int c, int h) { return str_cat("f32[", n, ",", c, ",", h, ",", h, "]"); };
+  std::string s = str_cat("graph @main opset 13 (%x: ", t(n, c, h), ", %s_in: f32[1,", c, ",1,1], %r: ",
+                          t(n, m, oh), ") {\n  %w: f32", w_dims, " = const elided\n  %b: f32[", m,
+                          "] = const elided\n  %fw: f32[", c, ",", c, ",1,1] = const elided\n");
+  if (s_source == "se") {
+    s += str_cat("  %g: f32[", n, ",", c, ",1,1] = GlobalAveragePool(%x)\n  %f: f32[", n, ",", c,
+                 ",1,1] = Conv(%g, %fw)\n  %s: f32[", n, ",", c, ",1,1] = Sigmoid(%f)\n");
+  } else {
+    s += str_cat("  %s: f32[1,", c, ",1,1] = Identity(%s_in)\n");
+  }
+  s += str_cat("  %xs: ", t(n, c, h), " = Mul(%x, %s)\n");
+  s += str_cat("  %cv: ", t(n, m, oh), " = Conv(%xs, %w, %b) {", conv_attrs, "}\n");
+  s += tail.empty() ? str_cat("  %y: ", t(n, m, oh), " = Identity(%cv)\n") : tail;
+  s += "  return %y\n}";
+  return s;
+}
+
+TEST(FusionNumericTest, InputScaleFoldsIntoConvsOfEveryShape) {
+  struct Case {
+    const char* what;
+    int n, c, h;
+    std::string w_dims;
+    int m, oh;
+    std::string attrs;
+  };
+  const Case cases[] = {
+      {"1x1, 32 channels", 1, 32, 8, "[16,32,1,1]", 16, 8, "kernel_shape = [1, 1]"},
+      {"1x1, 20 channels (padded blocks)", 1, 20, 9, "[12,20,1,1]", 12, 9, "kernel_shape = [1, 1]"},
+      {"3x3 stride 2 pads 1, batch 2", 2, 20, 12, "[8,20,3,3]", 8, 6,
+       "kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]"},
+      {"grouped", 1, 24, 10, "[16,12,1,1]", 16, 10, "group = 2, kernel_shape = [1, 1]"},
+      {"depthwise 3x3", 1, 24, 10, "[24,1,3,3]", 24, 10, "group = 24, kernel_shape = [3, 3], pads = [1, 1, 1, 1]"},
+  };
+  for (const Case& k : cases) {
+    for (const char* source : {"se", "input"}) {
+      SCOPED_TRACE(str_cat(k.what, ", s from ", source));
+      const std::string text = input_scale_text(k.n, k.c, k.h, k.w_dims, k.m, k.oh, k.attrs, source);
+      // A squeeze-excitation scale of a batch of 2 differs per sample: no one set of weights.
+      const bool foldable = k.n == 1 || std::string(source) == "input";
+      const auto counts = check_fusion(text);
+      EXPECT_EQ(counts.count("Mul"), foldable ? 0u : 1u);
+      Graph g = parse(text);
+      ASSERT_TRUE(testing_patterns::fuse_patterns_only(g).is_ok());
+      bool scaled = false;
+      for (const Node* node : g.nodes()) scaled |= node->op_type() == "FusedConv" && node->has_input(kInputScale);
+      EXPECT_EQ(scaled, foldable);
+      // The oneDNN kernels run it (no fallback to the reference), plain and blocked.
+      for (const std::string& kernel : plan_kernels(text, OptLevel::kO2, "FusedConv")) {
+        EXPECT_EQ(kernel, "onednn.fused_conv");
+      }
+      for (const std::string& kernel : plan_kernels(text, OptLevel::kO3, "BlockedConv")) {
+        EXPECT_EQ(kernel, "onednn.blocked_conv");
+      }
+    }
+  }
+}
+
+TEST(FusionNumericTest, InputScaleSurvivesLaterEpilogueAndAffineFolds) {
+  // The residual Add + Relu absorbed after the input scale, and a per-channel Mul/Add by
+  // constants folded into the weights after it (anchor_affine): S must stay input 4.
+  const std::string tail =
+      "  %a: f32[1,16,8,8] = Add(%cv, %r)\n  %y: f32[1,16,8,8] = Relu(%a)\n";
+  const std::string text = input_scale_text(1, 32, 8, "[16,32,1,1]", 16, 8, "kernel_shape = [1, 1]", "se", tail);
+  EXPECT_EQ(check_fusion(text).count("Mul"), 0u);
+  const std::string affine = R"(graph @main opset 13 (%x: f32[1,32,8,8], %s: f32[1,32,1,1]) {
+  %w: f32[16,32,1,1] = const elided
+  %k: f32[1,16,1,1] = const elided
+  %xs: f32[1,32,8,8] = Mul(%x, %s)
+  %cv: f32[1,16,8,8] = Conv(%xs, %w) {kernel_shape = [1, 1]}
+  %y: f32[1,16,8,8] = Mul(%cv, %k)
+  return %y
+})";
+  EXPECT_EQ(check_fusion(affine), (std::map<std::string, int>{{"FusedConv", 1}}));
+}
+
+TEST(FusionNumericTest, InputScaleConstantFoldsIntoWeights) {
+  const char* text = R"(graph @main opset 13 (%x: f32[2,8,6,6]) {
+  %w: f32[4,8,3,3] = const elided
+  %s: f32[8,1,1] = const elided
+  %xs: f32[2,8,6,6] = Mul(%s, %x)
+  %y: f32[2,4,6,6] = Conv(%xs, %w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}
+  return %y
+})";
+  EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"Conv", 1}}));
+}
+
+TEST(FusionNumericTest, InputScaleLeavesPerSampleScalesAlone) {
+  // s differs per sample ([2, C, 1, 1] with batch 2): not one set of weights, so no fold.
+  const char* text = R"(graph @main opset 13 (%x: f32[2,8,6,6], %s: f32[2,8,1,1]) {
+  %w: f32[4,8,1,1] = const elided
+  %xs: f32[2,8,6,6] = Mul(%x, %s)
+  %y: f32[2,4,6,6] = Conv(%xs, %w) {kernel_shape = [1, 1]}
+  return %y
+})";
+  EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"Conv", 1}, {"Mul", 1}}));
 }
 
 }  // namespace

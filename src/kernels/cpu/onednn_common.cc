@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
+
 namespace opfuse::onednn {
 namespace {
 
@@ -83,6 +84,35 @@ dnnl::memory pack(const dnnl::memory::desc& from, const void* data, const dnnl::
   return dst;
 }
 
+WeightScale make_weight_scale(const dnnl::memory::desc& user_md, const dnnl::memory::desc& packed_md,
+                              const Dims& onnx_w_dims, int64_t group, int input, Dims s_dims) {
+  const int64_t m = onnx_w_dims[0], per_group = onnx_w_dims[1];
+  int64_t taps = 1;
+  for (size_t i = 2; i < onnx_w_dims.size(); ++i) taps *= onnx_w_dims[i];
+  // Channel numbers from 1, so the zero padding a packed layout adds reads as "no channel".
+  std::vector<float> numbers(static_cast<size_t>(m * per_group * taps));
+  for (int64_t o = 0; o < m; ++o) {
+    for (int64_t j = 0; j < per_group; ++j) {
+      const float channel = static_cast<float>((o / (m / group)) * per_group + j + 1);
+      std::fill_n(numbers.begin() + (o * per_group + j) * taps, taps, channel);
+    }
+  }
+  const dnnl::memory packed = pack(user_md, numbers.data(), packed_md);
+  const float* p = static_cast<const float*>(packed.get_data_handle());
+  const int64_t count = static_cast<int64_t>(packed_md.get_size() / sizeof(float));
+  WeightScale ws{input, std::move(s_dims), group * per_group, {}};
+  for (int64_t i = 0; i < count;) {
+    const int32_t c = static_cast<int32_t>(p[i]) - 1;
+    const int32_t next = i + 1 < count ? static_cast<int32_t>(p[i + 1]) - 1 : c;
+    const int32_t step = c >= 0 && next == c + 1 ? 1 : 0;
+    int64_t n = 1;
+    while (i + n < count && static_cast<int32_t>(p[i + n]) - 1 == (step ? c + n : c)) ++n;
+    ws.segments.push_back({c, step, n});
+    i += n;
+  }
+  return ws;
+}
+
 dnnl::primitive_attr make_attr(const dnnl::post_ops& ops) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -153,10 +183,22 @@ Status OneDnnKernel::run(std::span<const Tensor* const> inputs,
   }
   const size_t src_bytes = plan_.src_reorder ? round_up(plan_.src_reorder->md.get_size()) : 0;
   const size_t dst_bytes = plan_.dst_reorder ? round_up(plan_.dst_reorder->md.get_size()) : 0;
-  char* block = static_cast<char*>(thread_scratch().reserve(pad_bytes + src_bytes + dst_bytes));
-  if (block == nullptr && pad_bytes + src_bytes + dst_bytes > 0) {
-    return Status::user_error(str_cat(node_.describe(), ": out of memory for ",
-                                      pad_bytes + src_bytes + dst_bytes, " scratch bytes"));
+  const size_t w_bytes = plan_.weight_scale ? round_up(args.at(DNNL_ARG_WEIGHTS).get_desc().get_size()) : 0;
+  const size_t total = pad_bytes + src_bytes + dst_bytes + w_bytes;
+  char* block = static_cast<char*>(thread_scratch().reserve(total));
+  if (block == nullptr && total > 0) {
+    return Status::user_error(str_cat(node_.describe(), ": out of memory for ", total, " scratch bytes"));
+  }
+  if (plan_.weight_scale) {
+    const WeightScale& ws = *plan_.weight_scale;
+    const size_t i = static_cast<size_t>(ws.input);
+    OPFUSE_TRY(check(i < inputs.size() ? inputs[i] : nullptr, ws.dims, "input", i));
+    const dnnl::memory& packed = args.at(DNNL_ARG_WEIGHTS);
+    const float* s = inputs[i]->data<float>();
+    const auto* src = static_cast<const float*>(packed.get_data_handle());
+    float* scaled = reinterpret_cast<float*>(block + pad_bytes + src_bytes + dst_bytes);
+    hwy_cpu::scale_channel_segments(ws.segments, s, src, scaled);
+    args[DNNL_ARG_WEIGHTS] = wrap(packed.get_desc(), scaled);
   }
   dnnl::stream& stream = thread_stream();
   try {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/hwy_channel_scale.h"
 #include "kernels/kernel.h"
 
 namespace opfuse::onednn {
@@ -68,6 +69,23 @@ struct InternalReorder {
   dnnl::memory::desc scratchpad;  // the reorder's own scratchpad (usually empty)
 };
 
+// Constant weights scaled per input channel at run time, before the primitive reads them:
+// FusedConv's input scale S (ops/fused.h), Conv(X * S, W) = Conv(X, W * S). The packed weights
+// are cut into segments of one or of consecutive input channels (hwy_channel_scale.h), so
+// scaling is a vector multiply by a broadcast scalar or by a slice of S.
+struct WeightScale {
+  int input = -1;  // the node input holding S
+  Dims dims;       // S's dims (checked at run time); its first `channels` floats are used
+  int64_t channels = 0;
+  std::vector<ChannelSegment> segments;  // covering the packed weights in order
+};
+
+// The WeightScale for weights given as `user_md` (ONNX layout [M, C/group, k...], described
+// as oneDNN sees it) and packed as `packed_md`: each element's input channel, found by packing
+// a tensor of channel numbers the same way.
+WeightScale make_weight_scale(const dnnl::memory::desc& user_md, const dnnl::memory::desc& packed_md,
+                              const Dims& onnx_w_dims, int64_t group, int input, Dims s_dims);
+
 struct PrimitivePlan {
   dnnl::primitive prim;
   dnnl::memory::desc scratchpad;
@@ -76,6 +94,8 @@ struct PrimitivePlan {
   dnnl::memory::desc dst_md;      // how the primitive sees output 0
   // Set when the primitive wants src (input 0) / dst in another layout than the plain one.
   std::optional<InternalReorder> src_reorder, dst_reorder;
+  // Set when the DNNL_ARG_WEIGHTS binding is scaled per input channel each run.
+  std::optional<WeightScale> weight_scale;
 };
 
 // The Kernel of every oneDNN op. Shared state (primitive, packed weights) is read-only after

@@ -73,6 +73,12 @@ PrimitivePlan assemble_conv_plan(const KernelCompileContext& ctx, const ConvGeom
   plan.bindings.push_back({DNNL_ARG_SRC, 0, act.x_dims, act.x_md, {}});
   plan.bindings.push_back({DNNL_ARG_WEIGHTS, -1, g.w, pd.weights_desc(),
                            pack(w_user_md, ctx.constants[1]->raw_data(), pd.weights_desc())});
+  if (ctx.node.domain() == kFusedDomain && ctx.node.has_input(kInputScale)) {
+    const auto s = static_f32_dims(ctx.node.input(kInputScale));
+    if (!s) throw dnnl::error(dnnl_invalid_arguments, "input scale without static f32 dims");
+    plan.weight_scale = make_weight_scale(w_user_md, pd.weights_desc(), g.w, g.group,
+                                          static_cast<int>(kInputScale), *s);
+  }
   if (g.has_bias) {
     const dnnl::memory::desc b_md = plain_desc({out_channels});
     const Tensor* b = ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
