@@ -5,8 +5,9 @@
 // the kernels only describe the same buffers with blocked memory descriptors:
 //   opfuse::ToBlocked / FromBlocked / Reblock -> one oneDNN reorder (it writes zeros into padded lanes);
 //   opfuse::BlockedConv            -> convolution_forward with blocked src (or plain nchw for a
-//                                      first conv) and dst, the epilogue as post-ops (the residual
-//                                      add as a binary post-op reading the blocked R).
+//                                      first conv) and dst, the epilogue's cheap leading post-ops
+//                                      inside it (the residual add as a binary post-op reading the
+//                                      blocked R), the rest as our own pass (HostEpilogueKernel).
 // Weights are packed once at creation into the primitive's preferred layout, like onednn.conv.
 #include "kernels/cpu/onednn_blocked.h"
 
@@ -173,13 +174,21 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
   return plan;
 }
 
+// The epilogue's leading post-ops that run inside the primitive; the rest run after it as our
+// own pass (onednn_post_ops.h: HostEpilogueKernel).
+std::span<const PostOp> in_primitive(const std::vector<PostOp>& epilogue) {
+  return std::span<const PostOp>(epilogue).first(cheap_conv_post_ops(epilogue));
+}
+
 bool blocked_conv_supports(const KernelCompileContext& ctx) {
   const auto g = blocked_conv_geometry(ctx);
   auto epilogue = read_epilogue(ctx.node);
   if (!g || !epilogue.is_ok()) return false;
   if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y_dims) return false;
+  const auto head = in_primitive(*epilogue);
+  if (!hwy_cpu::vector_post_ops(std::span<const PostOp>(*epilogue).subspan(head.size()))) return false;
   return try_dnnl<bool>([&] {
-           build_blocked_conv_plan(ctx, *g, *epilogue);
+           build_blocked_conv_plan(ctx, *g, {head.begin(), head.end()});
            return true;
          }).has_value();
 }
@@ -188,8 +197,11 @@ Result<std::unique_ptr<Kernel>> blocked_conv_create(const KernelCompileContext& 
   const auto g = blocked_conv_geometry(ctx);
   OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node));
   if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.blocked_conv node"));
-  return make_kernel("onednn.blocked_conv", ctx.node,
-                     [&] { return build_blocked_conv_plan(ctx, *g, epilogue); });
+  const auto head = in_primitive(epilogue);
+  OPFUSE_ASSIGN_OR_RETURN(auto conv, make_kernel("onednn.blocked_conv", ctx.node, [&] {
+                            return build_blocked_conv_plan(ctx, *g, {head.begin(), head.end()});
+                          }));
+  return with_host_epilogue(ctx.node, std::move(conv), std::span<const PostOp>(epilogue).subspan(head.size()));
 }
 
 }  // namespace

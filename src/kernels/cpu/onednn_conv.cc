@@ -142,25 +142,24 @@ KernelImpl onednn_conv_kernel() { return {"onednn.conv", "Conv", conv_supports, 
 
 // ---------------------------------------------------------------- opfuse::FusedConv
 //
-// The epilogue normally goes into the convolution primitive as post-ops (eltwise ones, and the
-// residual add as a binary post-op reading input 3 in its plain layout). Exception: when the
-// convolution runs oneDNN 2.6's GEMM implementation (plain 1x1 convs: ResNet's and MobileNet's
-// pointwise convs), only ReLU is cheap there; other post-ops are applied element by element
-// with index arithmetic (measured: clip 3-7x, binary add or sum 10-60x the convolution's own
-// time). Then the kernel is split: the convolution with its leading ReLUs, then one oneDNN
-// binary primitive run in place on the output, y = rest(y + r) (r = the residual when the rest
-// starts with the add, else a zero scalar; a later add is a binary post-op of that primitive).
-// The split costs one pass over y, one fewer than the unfused ops.
+// The epilogue's cheap leading post-ops (relu, clip, linear, the residual add as a binary
+// post-op reading input 3) go into the convolution primitive; the rest (sigmoid, swish,
+// hardswish, gelu ..., which oneDNN 2.6's conv kernels apply at about 1 ns per element) run
+// after it as our own vector pass over the output (HostEpilogueKernel, costs in
+// hwy_epilogue.h). On oneDNN 2.6's GEMM implementation (plain 1x1 convs: ResNet's and
+// MobileNet's pointwise convs) every post-op is slow, even a lone ReLU (measured on
+// mobilenet_v3_large's 1x1 16->64 conv at 112x112: 1.3 ms plain, 6.0-6.6 ms with eltwise_relu),
+// so there the whole epilogue runs as our pass: one pass over y, one fewer than unfused ops.
 
 namespace {
 
 using PostOps = std::vector<PostOp>;
 
-// The convolution with the residual add as a binary post-op.
+// The convolution with `head` as post-ops (the residual add as a binary post-op).
 std::optional<PrimitivePlan> in_primitive_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
-                                               const PostOps& epilogue) {
+                                               std::span<const PostOp> head) {
   int residual = -1;
-  const auto ops = make_post_ops(epilogue, plain_desc(g.y), residual);
+  const auto ops = make_post_ops(head, plain_desc(g.y), residual);
   if (!ops) return std::nullopt;
   auto plan = try_dnnl<PrimitivePlan>([&] { return build_conv_plan(ctx, g, *ops); });
   if (plan && residual >= 0) {
@@ -180,64 +179,9 @@ std::string impl_of(const dnnl::primitive& prim) {
   return info ? info : "";
 }
 
-// The split form's second step: y = post_ops(y + src1) with a oneDNN binary primitive, in place.
-// src1 is the residual (input 3) or a zero scalar; `residual_arg` binds input 3 as a binary
-// post-op argument when the add comes later in the list.
-class SplitEpilogueKernel final : public Kernel {
- public:
-  SplitEpilogueKernel(std::unique_ptr<Kernel> conv, const dnnl::binary::primitive_desc& pd,
-                      bool src1_is_residual, int residual_arg)
-      : conv_(std::move(conv)), add_(pd), md_(pd.dst_desc()), src1_md_(pd.src_desc(1)),
-        scratchpad_(pd.scratchpad_desc()), src1_is_residual_(src1_is_residual),
-        residual_arg_(residual_arg) {}
-
-  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
-    OPFUSE_TRY(conv_->run(inputs, outputs));  // the conv plan does not bind input 3
-    Tensor* y = outputs.empty() ? nullptr : outputs[0];
-    const Tensor* r = inputs.size() > 3 ? inputs[3] : nullptr;
-    const bool wants_r = src1_is_residual_ || residual_arg_ != 0;
-    if (y == nullptr || y->dtype() != DType::kF32 || y->nbytes() != md_.get_size() ||
-        (wants_r && (r == nullptr || r->dtype() != DType::kF32 || r->nbytes() != md_.get_size()))) {
-      return Status::internal_error("onednn.fused_conv: residual or output differ from the plan");
-    }
-    try {
-      const dnnl::engine& engine = cpu_engine();
-      thread_local dnnl::stream stream(cpu_engine());
-      float zero = 0.0f;
-      dnnl::memory ym(md_, engine, y->raw_data());
-      std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC_0, ym}, {DNNL_ARG_DST, ym}};
-      void* r_data = r ? const_cast<void*>(r->raw_data()) : nullptr;
-      args.emplace(DNNL_ARG_SRC_1, src1_is_residual_ ? dnnl::memory(md_, engine, r_data)
-                                                     : dnnl::memory(src1_md_, engine, &zero));
-      if (residual_arg_ != 0) args.emplace(residual_arg_, dnnl::memory(md_, engine, r_data));
-      std::vector<char> pad(scratchpad_.get_size());
-      if (!pad.empty()) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad_, engine, pad.data()));
-      add_.execute(stream, args);
-      stream.wait();
-    } catch (const dnnl::error& e) {
-      return Status::internal_error(str_cat("onednn.fused_conv epilogue failed: ", e.what()));
-    }
-    return Status::ok();
-  }
-  std::string_view name() const override { return conv_->name(); }
-
- private:
-  std::unique_ptr<Kernel> conv_;
-  dnnl::binary add_;
-  dnnl::memory::desc md_, src1_md_, scratchpad_;
-  bool src1_is_residual_;
-  int residual_arg_;  // DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, or 0
-};
-
-struct SplitPart {
-  dnnl::binary::primitive_desc pd;
-  bool src1_is_residual = false;
-  int residual_arg = 0;
-};
-
 struct FusedPlan {
   PrimitivePlan conv;
-  std::optional<SplitPart> split;  // the second primitive, when split
+  PostOps rest;  // run after the primitive, by HostEpilogueKernel
 };
 
 std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
@@ -250,35 +194,19 @@ std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
   if (residual && (!ctx.node.has_input(3) || static_f32_dims(ctx.node.input(3)) != g->y)) {
     return std::nullopt;
   }
-  auto whole = in_primitive_plan(ctx, *g, *epilogue);
-  // oneDNN 2.6's GEMM-based conv applies every post-op slowly, even a lone ReLU (measured on
-  // mobilenet_v3_large's 1x1 16->64 conv at 112x112: 1.3 ms plain, 6.0-6.6 ms with eltwise_relu),
-  // so on that path the whole epilogue runs as a second, in-place binary primitive.
-  const size_t keep = 0;
-  if (whole) {
-    const std::string impl = impl_of(whole->prim);
-    const bool gemm = impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
-    if (!gemm || keep == epilogue->size()) return FusedPlan{std::move(*whole), std::nullopt};
+  size_t keep = cheap_conv_post_ops(*epilogue);
+  auto conv = in_primitive_plan(ctx, *g, std::span<const PostOp>(*epilogue).first(keep));
+  if (conv && keep > 0) {
+    const std::string impl = impl_of(conv->prim);
+    if (impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos) {
+      keep = 0;
+      conv = in_primitive_plan(ctx, *g, {});
+    }
   }
-  if (keep == epilogue->size()) return std::nullopt;
-  const PostOps head(epilogue->begin(), epilogue->begin() + keep);
-  PostOps rest(epilogue->begin() + keep, epilogue->end());
-  SplitPart split{{}, rest.front().spec->dnnl == DnnlPostOp::kBinaryAdd, 0};
-  if (split.src1_is_residual) rest.erase(rest.begin());
-  auto conv = in_primitive_plan(ctx, *g, head);
-  int residual_index = -1;
-  const dnnl::memory::desc y_md = plain_desc(g->y);
-  const auto rest_ops = make_post_ops(rest, y_md, residual_index);
-  if (!conv || !rest_ops) return std::nullopt;
-  if (residual_index >= 0) split.residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_index) | DNNL_ARG_SRC_1;
-  const dnnl::memory::desc src1_md = split.src1_is_residual ? y_md : plain_desc(Dims(g->y.size(), 1));
-  auto pd = try_dnnl<dnnl::binary::primitive_desc>([&] {
-    const dnnl::binary::desc desc(dnnl::algorithm::binary_add, y_md, src1_md, y_md);
-    return dnnl::binary::primitive_desc(desc, make_attr(*rest_ops), cpu_engine());
-  });
-  if (!pd) return std::nullopt;
-  split.pd = *pd;
-  return FusedPlan{std::move(*conv), std::move(split)};
+  if (!conv) return std::nullopt;
+  PostOps rest(epilogue->begin() + static_cast<std::ptrdiff_t>(keep), epilogue->end());
+  if (!hwy_cpu::vector_post_ops(rest)) return std::nullopt;
+  return FusedPlan{std::move(*conv), std::move(rest)};
 }
 
 bool fused_conv_supports(const KernelCompileContext& ctx) { return fused_plan(ctx).has_value(); }
@@ -290,13 +218,7 @@ Result<std::unique_ptr<Kernel>> fused_conv_create(const KernelCompileContext& ct
   }
   OPFUSE_ASSIGN_OR_RETURN(auto kernel, make_kernel("onednn.fused_conv", ctx.node,
                                                    [&] { return std::move(plan->conv); }));
-  if (!plan->split) return kernel;
-  try {
-    return std::unique_ptr<Kernel>(std::make_unique<SplitEpilogueKernel>(
-        std::move(kernel), plan->split->pd, plan->split->src1_is_residual, plan->split->residual_arg));
-  } catch (const dnnl::error& e) {
-    return Status::internal_error(str_cat(ctx.node.describe(), ": oneDNN epilogue primitive: ", e.what()));
-  }
+  return with_host_epilogue(ctx.node, std::move(kernel), plan->rest);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn_post_ops.h"
 
+#include <algorithm>
+
 namespace opfuse::onednn {
 
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
@@ -36,6 +38,43 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
     out.append_eltwise(1.0f, alg, op.spec->dnnl_alpha(p), op.spec->dnnl_beta(p));
   }
   return out;
+}
+
+size_t cheap_conv_post_ops(std::span<const PostOp> ops) {
+  size_t n = 0;
+  while (n < ops.size()) {
+    const DnnlPostOp kind = ops[n].spec->dnnl;
+    // relu and leaky_relu share kEltwiseRelu.
+    if (kind != DnnlPostOp::kEltwiseRelu && kind != DnnlPostOp::kEltwiseClip &&
+        kind != DnnlPostOp::kEltwiseLinear && kind != DnnlPostOp::kBinaryAdd) {
+      break;
+    }
+    ++n;
+  }
+  return n;
+}
+
+Status HostEpilogueKernel::run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+  OPFUSE_TRY(anchor_->run(inputs, outputs));
+  Tensor* y = outputs.empty() ? nullptr : outputs[0];
+  const Tensor* r = inputs.size() > 3 ? inputs[3] : nullptr;
+  const bool wants_r = std::any_of(rest_.begin(), rest_.end(), [](const hwy_cpu::VectorPostOp& op) {
+    return op.kind == hwy_cpu::VectorPostOp::Kind::kAdd;
+  });
+  if (y == nullptr || y->dtype() != DType::kF32 ||
+      (wants_r && (r == nullptr || r->dtype() != DType::kF32 || r->numel() != y->numel()))) {
+    return Status::internal_error(str_cat(name(), ": the residual or the output differ from the plan"));
+  }
+  hwy_cpu::apply_post_ops(rest_, y->data<float>(), wants_r ? r->data<float>() : nullptr, y->numel());
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> with_host_epilogue(const Node& node, std::unique_ptr<Kernel> anchor,
+                                                   std::span<const PostOp> rest) {
+  if (rest.empty()) return anchor;
+  auto ops = hwy_cpu::vector_post_ops(rest);
+  if (!ops) return Status::internal_error(str_cat(node.describe(), ": a post-op has no vector form"));
+  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*ops)));
 }
 
 }  // namespace opfuse::onednn

@@ -5,6 +5,10 @@
 #include <optional>
 #include <span>
 
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/onednn_common.h"
 #include "ops/fused.h"
 
@@ -14,5 +18,30 @@ namespace opfuse::onednn {
 // `ops`) becomes a binary add post-op of `y_md`; `residual_index` gets its position, or -1.
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index);
+
+// How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost (relu,
+// leaky_relu, clip, linear and the residual add; the costs are in hwy_epilogue.h). The rest run
+// as our own pass over the output (HostEpilogueKernel).
+size_t cheap_conv_post_ops(std::span<const PostOp> ops);
+
+// An anchor's oneDNN kernel (with the leading post-ops of its epilogue) followed by the rest of
+// the epilogue, applied in place to output 0 by hwy_cpu::apply_post_ops; an "add" among them
+// reads the residual input 3 (laid out as the output).
+class HostEpilogueKernel final : public Kernel {
+ public:
+  HostEpilogueKernel(std::unique_ptr<Kernel> anchor, std::vector<hwy_cpu::VectorPostOp> rest)
+      : anchor_(std::move(anchor)), rest_(std::move(rest)) {}
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override;
+  std::string_view name() const override { return anchor_->name(); }
+
+ private:
+  std::unique_ptr<Kernel> anchor_;
+  std::vector<hwy_cpu::VectorPostOp> rest_;
+};
+
+// `anchor` alone when `rest` is empty, else wrapped in a HostEpilogueKernel; an error when a
+// post-op of `rest` has no vector form.
+Result<std::unique_ptr<Kernel>> with_host_epilogue(const Node& node, std::unique_ptr<Kernel> anchor,
+                                                   std::span<const PostOp> rest);
 
 }  // namespace opfuse::onednn

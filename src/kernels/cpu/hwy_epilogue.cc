@@ -1,0 +1,117 @@
+// Post-ops applied chunk by chunk (a few KiB, so each op's pass over a chunk stays in L1),
+// op after op, Highway vectors with the shared vector math (hwy_math-inl.h); chunks are spread
+// over OpenMP threads. The formulas follow ops/fused.cc's scalar reference of each post-op.
+#ifndef OPFUSE_KERNELS_CPU_HWY_EPILOGUE_DECLS_
+#define OPFUSE_KERNELS_CPU_HWY_EPILOGUE_DECLS_
+#include <algorithm>
+#include <string_view>
+
+#include "kernels/cpu/hwy_epilogue.h"
+#include "kernels/cpu/hwy_kernels.h"
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/hwy_epilogue.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/cpu/hwy_math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+using Kind = VectorPostOp::Kind;
+
+HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
+  const VF zero = hn::Zero(d), one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
+  switch (op.kind) {
+    case Kind::kRelu: return hn::IfThenElse(hn::Gt(x, zero), x, zero);
+    case Kind::kLeakyRelu: return hn::IfThenElse(hn::Ge(x, zero), x, hn::Mul(hn::Set(d, op.a), x));
+    case Kind::kClip:  // NaN stays NaN, as in the reference
+      return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
+    case Kind::kSigmoid: return Sigmoid(d, x);
+    case Kind::kSigmoidMul: return hn::Mul(x, Sigmoid(d, x));
+    case Kind::kHardSwish:
+      return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::MulAdd(x, hn::Set(d, 1.0f / 6.0f), half))));
+    case Kind::kTanh: return SafeTanh(d, x);
+    case Kind::kElu:
+      return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(hn::Set(d, op.a), hn::Sub(SafeExp(d, x), one)), x);
+    case Kind::kGeluErf:
+      return hn::Mul(hn::Mul(half, x), hn::Add(one, Erf(d, hn::Mul(x, hn::Set(d, 0.70710678118654752f)))));
+    case Kind::kGeluTanh: {
+      const VF inner = hn::Mul(hn::Set(d, 0.7978845608028654f),
+                               hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
+      return hn::Mul(hn::Mul(half, x), hn::Add(one, SafeTanh(d, inner)));
+    }
+    case Kind::kHardSigmoid: return hn::Max(zero, hn::Min(one, hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b))));
+    case Kind::kLinear: return hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));
+    case Kind::kAdd: return hn::Add(x, r);
+  }
+  return x;
+}
+
+// One chunk: every op over it in turn.
+void ApplyChunk(const VectorPostOp* ops, size_t count, float* y, const float* residual, size_t n) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d);
+  for (const VectorPostOp* op = ops; op != ops + count; ++op) {
+    const bool reads_r = op->kind == Kind::kAdd;
+    size_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+      const VF r = reads_r ? hn::LoadU(d, residual + i) : hn::Zero(d);
+      hn::StoreU(Apply(d, *op, hn::LoadU(d, y + i), r), d, y + i);
+    }
+    if (i < n) {  // the tail through a vector-sized buffer (this Highway has no LoadN)
+      HWY_ALIGN float ty[hn::MaxLanes(d)] = {}, tr[hn::MaxLanes(d)] = {};
+      std::copy(y + i, y + n, ty);
+      if (reads_r) std::copy(residual + i, residual + n, tr);
+      hn::Store(Apply(d, *op, hn::Load(d, ty), hn::Load(d, tr)), d, ty);
+      std::copy(ty, ty + (n - i), y + i);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse::hwy_cpu {
+HWY_EXPORT(ApplyChunk);
+using Kind = VectorPostOp::Kind;
+
+std::optional<std::vector<VectorPostOp>> vector_post_ops(std::span<const PostOp> ops) {
+  static constexpr std::pair<std::string_view, Kind> kKinds[] = {
+      {"relu", Kind::kRelu}, {"leaky_relu", Kind::kLeakyRelu}, {"clip", Kind::kClip},
+      {"sigmoid", Kind::kSigmoid}, {"sigmoid_mul", Kind::kSigmoidMul}, {"hardswish", Kind::kHardSwish},
+      {"tanh", Kind::kTanh}, {"elu", Kind::kElu}, {"gelu_erf", Kind::kGeluErf},
+      {"gelu_tanh", Kind::kGeluTanh}, {"hardsigmoid", Kind::kHardSigmoid}, {"linear", Kind::kLinear},
+      {"add", Kind::kAdd}};
+  std::vector<VectorPostOp> out;
+  for (const PostOp& op : ops) {
+    const auto* it = std::find_if(std::begin(kKinds), std::end(kKinds),
+                                  [&](const auto& k) { return k.first == op.spec->name; });
+    if (it == std::end(kKinds)) return std::nullopt;
+    VectorPostOp v{it->second};
+    if (!op.params.empty()) v.a = op.params[0];
+    if (op.params.size() > 1) v.b = op.params[1];
+    out.push_back(v);
+  }
+  return out;
+}
+
+void apply_post_ops(std::span<const VectorPostOp> ops, float* y, const float* residual, int64_t n) {
+  constexpr int64_t kChunk = 2048;  // 8 KiB of y (and of the residual): L1-resident
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t first = c * kChunk, len = std::min(kChunk, n - first);
+    HWY_DYNAMIC_DISPATCH(ApplyChunk)(ops.data(), ops.size(), y + first, residual ? residual + first : nullptr,
+                                     static_cast<size_t>(len));
+  }
+}
+
+}  // namespace opfuse::hwy_cpu
+#endif  // HWY_ONCE
