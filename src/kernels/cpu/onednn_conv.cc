@@ -4,7 +4,6 @@
 
 #include <span>
 #include <string>
-#include <unordered_map>
 
 #include "ops/conv_common.h"
 #include "ops/fused.h"
