@@ -44,13 +44,17 @@ def _last(text):
     return lines[-1][:200] if lines else ""
 
 
-def _env(threads, openmp):
+def _env(threads, openmp, wait_policy=None):
     env = dict(os.environ)
     if openmp:
-        # Spinning OpenMP workers starve the other processes of this shared machine.
-        env["OMP_WAIT_POLICY"] = "passive"
         env["OMP_NUM_THREADS"] = str(threads)
         env["MKL_NUM_THREADS"] = str(threads)
+        # opfuse picks its own OpenMP waits (bounded spinning, tools/opfuse/main.cc), as ORT's
+        # pool spins by default; torch's idle workers are told not to spin.
+        env.pop("OMP_WAIT_POLICY", None)
+        env.pop("GOMP_SPINCOUNT", None)
+        if wait_policy:
+            env["OMP_WAIT_POLICY"] = wait_policy
     return env
 
 
@@ -138,7 +142,8 @@ def torch_configs(args, model, here):
     script = os.path.join(here, "torch_bench.py")
     base = [args.python, script, "--zoo", args.zoo, "--model", model]
     cmd = base + ["--threads", str(args.threads), "--iters", str(args.iters), "--warmup", str(args.warmup)]
-    return [Config("torch eager", "torch", cmd, _env(args.threads, openmp=True), prepare=base + ["--prepare"])]
+    return [Config("torch eager", "torch", cmd, _env(args.threads, openmp=True, wait_policy="passive"),
+                   prepare=base + ["--prepare"])]
 
 
 def probe_configs(args, model, entry, here):
