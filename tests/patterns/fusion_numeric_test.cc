@@ -414,5 +414,23 @@ TEST(FusionNumericTest, InputScaleLeavesPerSampleScalesAlone) {
   EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"Conv", 1}, {"Mul", 1}}));
 }
 
+TEST(FusionNumericTest, ResidualAddAndLayerNormBecomeOneKernel) {
+  for (const std::string dims : {"2,5,48", "1,128,768", "3,37", "4,1"}) {
+    for (const bool bias : {true, false}) {
+      SCOPED_TRACE(str_cat(dims, bias ? ", with B" : ", no B"));
+      const std::string last = dims.substr(dims.rfind(',') + 1);
+      const std::string t = "f32[" + dims + "]";
+      const std::string text = "graph @main opset 17 (%x: " + t + ", %h: " + t + ") {\n  %g: f32[" + last +
+                               "] = const elided\n  %b: f32[" + last + "] = const elided\n  %s: " + t +
+                               " = Add(%h, %x)\n  %y: " + t + " = LayerNormalization(%s, %g" +
+                               (bias ? ", %b" : "") + ") {epsilon = 0.0001}\n  return %y\n}";
+      EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"SkipLayerNormalization", 1}}));
+      for (OptLevel level : {OptLevel::kO2, OptLevel::kO3}) {
+        EXPECT_EQ(plan_kernels(text, level, "SkipLayerNormalization"), (std::vector<std::string>{"hwy.skip_layer_norm"}));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace opfuse

@@ -241,18 +241,24 @@ Result<std::unique_ptr<Kernel>> create_softmax(const KernelCompileContext& ctx) 
   return std::unique_ptr<Kernel>(std::make_unique<SoftmaxKernel>(std::move(dims), n, kLog));
 }
 
+// LayerNormalization, and opfuse::SkipLayerNormalization (X, R, Scale, B: LayerNorm of X + R),
+// whose sum goes row block by row block into Y and is normalised there in place while it is in
+// L1, so X + R is never a tensor of its own.
 class LayerNormKernel final : public Kernel {
  public:
   std::vector<int64_t> dims, scale_dims, bias_dims, stats_dims;
   int64_t rows = 0, n = 0;
   float eps = 1e-5f;
-  std::string_view name() const override { return "hwy.layer_norm"; }
+  bool residual = false;  // SkipLayerNormalization: input 1 is R, Scale and B follow it
+  std::string_view name() const override { return residual ? "hwy.skip_layer_norm" : "hwy.layer_norm"; }
   bool can_run_in_place() const override { return true; }
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    const size_t p = residual ? 2 : 1;  // where Scale is
     OPFUSE_TRY(check_shape(in[0], dims, "hwy.layer_norm"));
-    OPFUSE_TRY(check_shape(in[1], scale_dims, "hwy.layer_norm"));
-    const bool has_bias = in.size() > 2 && in[2] != nullptr;
-    if (has_bias) OPFUSE_TRY(check_shape(in[2], bias_dims, "hwy.layer_norm"));
+    if (residual) OPFUSE_TRY(check_shape(in[1], dims, "hwy.skip_layer_norm"));
+    OPFUSE_TRY(check_shape(in[p], scale_dims, "hwy.layer_norm"));
+    const bool has_bias = in.size() > p + 1 && in[p + 1] != nullptr;
+    if (has_bias) OPFUSE_TRY(check_shape(in[p + 1], bias_dims, "hwy.layer_norm"));
     OPFUSE_TRY(check_shape(out[0], dims, "hwy.layer_norm"));
     float* stats[2] = {nullptr, nullptr};
     for (size_t i = 1; i < out.size() && i < 3; ++i) {
@@ -261,13 +267,20 @@ class LayerNormKernel final : public Kernel {
       stats[i - 1] = out[i]->data<float>();
     }
     const float* x = in[0]->data<float>();
-    const float* s = in[1]->data<float>();
-    const float* b = has_bias ? in[2]->data<float>() : nullptr;
+    const float* r = residual ? in[1]->data<float>() : nullptr;
+    const float* s = in[p]->data<float>();
+    const float* b = has_bias ? in[p + 1]->data<float>() : nullptr;
     float* y = out[0]->data<float>();
     const int64_t len = n;
     const float e = eps;
     for_row_blocks(rows, n, [&](int64_t first, int64_t count) {
-      HWY_DYNAMIC_DISPATCH(LayerNormRows)(x + first * len, y + first * len, count, len, s, b, e,
+      const float* rows_in = x + first * len;
+      if (r != nullptr) {  // the sum into Y (a block is at most 8 K floats: L1/L2-resident)
+        float* sum = y + first * len;
+        for (int64_t i = 0; i < count * len; ++i) sum[i] = rows_in[i] + r[first * len + i];
+        rows_in = sum;
+      }
+      HWY_DYNAMIC_DISPATCH(LayerNormRows)(rows_in, y + first * len, count, len, s, b, e,
                                           stats[0] ? stats[0] + first : nullptr,
                                           stats[1] ? stats[1] + first : nullptr);
     });
@@ -275,12 +288,15 @@ class LayerNormKernel final : public Kernel {
   }
 };
 
+template <bool kResidual>
 bool supports_layer_norm(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
+  const size_t p = kResidual ? 2 : 1;
   auto dims = static_dims_of(node.input(0));
-  auto scale = static_dims_of(node.input(1));
+  auto scale = static_dims_of(node.input(p));
   if (!dims || dims->empty() || !scale) return false;
-  if (node.has_input(2) && !static_dims_of(node.input(2))) return false;
+  if (kResidual && static_dims_of(node.input(1)) != dims) return false;
+  if (node.has_input(p + 1) && !static_dims_of(node.input(p + 1))) return false;
   const AttrReader attrs(node);
   if (attrs.get_int("stash_type") != 1) return false;
   const int64_t rank = static_cast<int64_t>(dims->size());
@@ -290,19 +306,22 @@ bool supports_layer_norm(const KernelCompileContext& ctx) {
   const int64_t d = numel_of(std::vector<int64_t>(dims->begin() + axis, dims->end()));
   // Scale and B laid out exactly like X[axis:] (numel d); broadcast params are declined.
   if (d == 0 || numel_of(*scale) != d) return false;
-  if (node.has_input(2) && numel_of(*static_dims_of(node.input(2))) != d) return false;
+  if (node.has_input(p + 1) && numel_of(*static_dims_of(node.input(p + 1))) != d) return false;
   for (size_t i = 0; i < node.outputs().size(); ++i) {
     if (node.output(i) != nullptr && !static_dims_of(node.output(i))) return false;
   }
   return true;
 }
 
+template <bool kResidual>
 Result<std::unique_ptr<Kernel>> create_layer_norm(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
+  const size_t p = kResidual ? 2 : 1;
   auto k = std::make_unique<LayerNormKernel>();
+  k->residual = kResidual;
   k->dims = *static_dims_of(node.input(0));
-  k->scale_dims = *static_dims_of(node.input(1));
-  if (node.has_input(2)) k->bias_dims = *static_dims_of(node.input(2));
+  k->scale_dims = *static_dims_of(node.input(p));
+  if (node.has_input(p + 1)) k->bias_dims = *static_dims_of(node.input(p + 1));
   const AttrReader attrs(node);
   const int64_t rank = static_cast<int64_t>(k->dims.size());
   int64_t axis = attrs.get_int("axis");
@@ -321,7 +340,9 @@ std::vector<KernelImpl> softmax_kernels() {
   return {
       KernelImpl{"hwy.softmax", "Softmax", supports_softmax, create_softmax<false>},
       KernelImpl{"hwy.log_softmax", "LogSoftmax", supports_softmax, create_softmax<true>},
-      KernelImpl{"hwy.layer_norm", "LayerNormalization", supports_layer_norm, create_layer_norm},
+      KernelImpl{"hwy.layer_norm", "LayerNormalization", supports_layer_norm<false>, create_layer_norm<false>},
+      KernelImpl{"hwy.skip_layer_norm", "SkipLayerNormalization", supports_layer_norm<true>,
+                 create_layer_norm<true>},
   };
 }
 
