@@ -122,19 +122,33 @@ bool kept_dedicated(const Compiled& c, const std::string& op) {
   return false;
 }
 
-TEST(RegionFusionTest, LayerNormalizationKeepsItsDedicatedKernelNextToItsResidualRegion) {
-  Compiled c = compile_and_compare(R"(graph @main opset 17 (%x: f32[3,7,33], %r: f32[3,7,33]) {
+constexpr const char* kResidualLayerNorm = R"(graph @main opset 17 (%x: f32[3,7,33], %r: f32[3,7,33]) {
   %g: f32[33] = const splat 0.5
   %b: f32[33] = const splat -1
   %h: f32[3,7,33] = Add(%x, %r)
   %y: f32[3,7,33] = LayerNormalization(%h, %g, %b) {epsilon = 1e-5}
   %z: f32[3,7,33] = Relu(%y)
   return %z
-})");
+})";
+
+TEST(RegionFusionTest, LayerNormalizationKeepsItsDedicatedKernelNextToItsResidualRegion) {
+  // The skip-LayerNorm pattern switched off: the Add stays a kernel of its own, and the
+  // LayerNormalization keeps its dedicated kernel instead of being expanded into a region.
+  FusionConfig no_skip;
+  no_skip.disabled_rules = {"skip_layernorm"};
+  Compiled c = compile_and_compare(kResidualLayerNorm, no_skip);
   ASSERT_TRUE(c.plan);
   EXPECT_EQ(c.plan->kernels_per_run(), 3u) << explain(c);  // Add, LayerNorm, Relu
   EXPECT_EQ(count_op(c.plan->graph(), "LayerNormalization"), 1);
   EXPECT_TRUE(kept_dedicated(c, "LayerNormalization")) << explain(c);
+  EXPECT_LE(c.diff, 1e-4);
+}
+
+TEST(RegionFusionTest, ResidualAddJoinsTheDedicatedLayerNormKernel) {
+  Compiled c = compile_and_compare(kResidualLayerNorm);
+  ASSERT_TRUE(c.plan);
+  EXPECT_EQ(c.plan->kernels_per_run(), 2u) << explain(c);  // SkipLayerNormalization, Relu
+  EXPECT_EQ(count_op(c.plan->graph(), "SkipLayerNormalization"), 1);
   EXPECT_LE(c.diff, 1e-4);
 }
 
