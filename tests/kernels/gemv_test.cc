@@ -22,60 +22,12 @@ namespace opfuse {
 namespace {
 
 using Ints = std::vector<int64_t>;
+using onednn_test::Arg;
+using onednn_test::cst;
+using onednn_test::in;
+using onednn_test::make_node;
+using onednn_test::OneNode;
 using onednn_test::random_f32;
-
-struct Arg {
-  Tensor tensor;  // undefined: omitted optional input
-  bool constant = false;
-};
-Arg in(Tensor t) { return {std::move(t), false}; }
-Arg cst(Tensor t) { return {std::move(t), true}; }
-
-// One node in its own graph with shapes inferred; its kernel and the reference run on the args.
-struct OneNode {
-  Graph graph;
-  Node* node = nullptr;
-  std::vector<Tensor> inputs;
-  std::vector<const Tensor*> args, constants;
-
-  Tensor run(const Kernel& k) const {
-    Ints dims;
-    for (const Dim& d : *node->output(0)->shape) dims.push_back(d.value());
-    Tensor y = Tensor::zeros(node->output(0)->dtype, dims).value();
-    Tensor* out = &y;
-    const Status s = k.run(args, {&out, 1});
-    EXPECT_TRUE(s.is_ok()) << s.message();
-    return y;
-  }
-};
-
-std::unique_ptr<OneNode> make_node(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
-  auto n = std::make_unique<OneNode>();
-  const bool fused = op.rfind("Fused", 0) == 0;
-  std::vector<Value*> values;
-  n->inputs.reserve(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    const Tensor& t = n->inputs.emplace_back(std::move(args[i].tensor));
-    const std::string name = str_cat("in", i);
-    n->args.push_back(t.defined() ? &t : nullptr);
-    n->constants.push_back(t.defined() && args[i].constant ? &t : nullptr);
-    if (!t.defined()) {
-      values.push_back(nullptr);
-    } else if (args[i].constant) {
-      values.push_back(n->graph.add_constant(name, t));
-    } else {
-      values.push_back(n->graph.add_input(name, t.dtype(), t.shape()));
-    }
-  }
-  auto node = n->graph.add_node(op, values, {"y"}, std::move(attrs), "n1",
-                                fused ? std::string(kFusedDomain) : std::string());
-  EXPECT_TRUE(node.is_ok()) << node.status().message();
-  if (!node.is_ok()) return nullptr;
-  n->node = *node;
-  const Status s = infer_shapes(n->graph);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  return s.is_ok() ? std::move(n) : nullptr;
-}
 
 // Creates the node's kernel, checks its name, compares it with the reference kernel.
 void check(const std::string& op, std::vector<Arg> args, const Attributes& attrs,
@@ -258,7 +210,7 @@ TEST(GemvBench, DISABLED_ClassifierHeads) {
             for (float& v : evict) v += 1.0f;
           }
           const auto t0 = std::chrono::steady_clock::now();
-          ASSERT_TRUE(kernels[i]->run(node->args, {&out, 1}).is_ok());
+          ASSERT_TRUE(kernels[i]->run(node->args(), {&out, 1}).is_ok());
           us[i].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         }
       }

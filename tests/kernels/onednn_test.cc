@@ -18,11 +18,18 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/kernel.h"
+#include "kernels/onednn_test_util.h"
 #include "passes/infer_shapes.h"
 #include "runtime/compare.h"
 
 namespace opfuse {
 namespace {
+
+using onednn_test::Arg;
+using onednn_test::cst;
+using onednn_test::in;
+using onednn_test::make_node;
+using onednn_test::OneNode;
 
 using Ints = std::vector<int64_t>;
 
@@ -31,68 +38,6 @@ Tensor random_tensor(const Ints& dims, std::mt19937& gen, DType dtype = DType::k
   Tensor t = Tensor::zeros(DType::kF32, dims).value();
   for (float& v : t.values<float>()) v = dist(gen);
   return dtype == DType::kF32 ? t : t.cast(dtype).value();
-}
-
-struct Arg {
-  Tensor tensor;  // undefined: omitted optional input
-  bool constant = false;
-};
-Arg in(Tensor t) { return {std::move(t), false}; }
-Arg cst(Tensor t) { return {std::move(t), true}; }
-
-// One node in its own graph, shapes inferred, ready for create_kernel.
-struct OneNode {
-  Graph graph;
-  Node* node = nullptr;
-  std::vector<Tensor> inputs;
-  std::vector<const Tensor*> constants;
-
-  KernelCompileContext context() const { return KernelCompileContext{*node, constants, 1}; }
-  std::vector<const Tensor*> args() const {
-    std::vector<const Tensor*> a;
-    for (const Tensor& t : inputs) a.push_back(t.defined() ? &t : nullptr);
-    return a;
-  }
-  // Fresh zero outputs of the node's inferred (static) shapes.
-  std::vector<Tensor> make_outputs() const {
-    std::vector<Tensor> out;
-    for (Value* v : node->outputs()) {
-      out.push_back(v ? Tensor::zeros(v->dtype, *static_dims(*v->shape)).value() : Tensor());
-    }
-    return out;
-  }
-};
-
-std::unique_ptr<OneNode> make_node(const std::string& op, const std::vector<Arg>& args,
-                                   Attributes attrs = {}, int num_outputs = 1) {
-  auto n = std::make_unique<OneNode>();
-  std::vector<Value*> values;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const Tensor& t = args[i].tensor;
-    n->inputs.push_back(t);
-    n->constants.push_back(args[i].constant && t.defined() ? &n->inputs.back() : nullptr);
-    const std::string name = str_cat("in", i);
-    if (!t.defined()) {
-      values.push_back(nullptr);
-    } else if (args[i].constant) {
-      values.push_back(n->graph.add_constant(name, t));
-    } else {
-      values.push_back(n->graph.add_input(name, t.dtype(), t.shape()));
-    }
-  }
-  // `constants` points into `inputs`: fix the pointers now that the vector stopped growing.
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (n->constants[i]) n->constants[i] = &n->inputs[i];
-  }
-  std::vector<std::string> outs;
-  for (int i = 0; i < num_outputs; ++i) outs.push_back(str_cat("out", i));
-  auto node = n->graph.add_node(op, values, outs, std::move(attrs), "n1");
-  EXPECT_TRUE(node.is_ok()) << node.status().message();
-  if (!node.is_ok()) return nullptr;
-  n->node = *node;
-  const Status s = infer_shapes(n->graph);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  return s.is_ok() ? std::move(n) : nullptr;
 }
 
 // The worst max |a - r| / max |r| over the outputs the reference produced.

@@ -1,10 +1,18 @@
-// Random f32 tensors for the oneDNN kernel tests (uniform in [-scale, scale]).
+// Shared by the kernel tests that compare an optimised kernel with the reference on one node:
+// random f32 tensors (uniform in [-scale, scale]) and a graph holding the node alone.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/kernel.h"
+#include "ops/fused.h"
+#include "passes/infer_shapes.h"
 
 namespace opfuse::onednn_test {
 
@@ -13,6 +21,76 @@ inline Tensor random_f32(const std::vector<int64_t>& dims, std::mt19937& gen, fl
   Tensor t = Tensor::zeros(DType::kF32, dims).value();
   for (float& v : t.values<float>()) v = dist(gen);
   return t;
+}
+
+// One input of the node under test: a graph input, or a constant (weights) when `constant`.
+struct Arg {
+  Tensor tensor;  // undefined: omitted optional input
+  bool constant = false;
+};
+inline Arg in(Tensor t) { return {std::move(t), false}; }
+inline Arg cst(Tensor t) { return {std::move(t), true}; }
+
+// One node in its own graph, shapes inferred, ready for create_kernel.
+struct OneNode {
+  Graph graph;
+  Node* node = nullptr;
+  std::vector<Tensor> inputs;
+  std::vector<const Tensor*> constants;
+
+  KernelCompileContext context() const { return KernelCompileContext{*node, constants, 1}; }
+  std::vector<const Tensor*> args() const {
+    std::vector<const Tensor*> a;
+    for (const Tensor& t : inputs) a.push_back(t.defined() ? &t : nullptr);
+    return a;
+  }
+  // Fresh zero outputs of the node's inferred (static) shapes.
+  std::vector<Tensor> make_outputs() const {
+    std::vector<Tensor> out;
+    for (Value* v : node->outputs()) {
+      out.push_back(v ? Tensor::zeros(v->dtype, *static_dims(*v->shape)).value() : Tensor());
+    }
+    return out;
+  }
+  // Output 0 of running `k` on the inputs.
+  Tensor run(const Kernel& k) const {
+    std::vector<Tensor> out = make_outputs();
+    Tensor* y = &out[0];
+    const Status s = k.run(args(), {&y, 1});
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    return std::move(out[0]);
+  }
+};
+
+// `op` ("Fused..." ops in opfuse's domain) on `args`, with `num_outputs` outputs.
+inline std::unique_ptr<OneNode> make_node(const std::string& op, const std::vector<Arg>& args,
+                                          Attributes attrs = {}, int num_outputs = 1) {
+  auto n = std::make_unique<OneNode>();
+  n->inputs.reserve(args.size());  // `constants` points into it
+  std::vector<Value*> values;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = n->inputs.emplace_back(args[i].tensor);
+    n->constants.push_back(args[i].constant && t.defined() ? &t : nullptr);
+    const std::string name = str_cat("in", i);
+    if (!t.defined()) {
+      values.push_back(nullptr);
+    } else if (args[i].constant) {
+      values.push_back(n->graph.add_constant(name, t));
+    } else {
+      values.push_back(n->graph.add_input(name, t.dtype(), t.shape()));
+    }
+  }
+  std::vector<std::string> outs;
+  for (int i = 0; i < num_outputs; ++i) outs.push_back(str_cat("out", i));
+  const bool fused = op.rfind("Fused", 0) == 0;
+  auto node = n->graph.add_node(op, values, outs, std::move(attrs), "n1",
+                                fused ? std::string(kFusedDomain) : std::string());
+  EXPECT_TRUE(node.is_ok()) << node.status().message();
+  if (!node.is_ok()) return nullptr;
+  n->node = *node;
+  const Status s = infer_shapes(n->graph);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return s.is_ok() ? std::move(n) : nullptr;
 }
 
 }  // namespace opfuse::onednn_test
