@@ -94,6 +94,29 @@ TEST(HwyEpilogueTest, ChainsWithTheResidualApplyInOrder) {
   for (size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], want[i], 1e-5f * std::max(1.0f, std::abs(want[i]))) << i;
 }
 
+// The vector sigmoid (exp by its own range reduction, reciprocal by estimate + Newton step)
+// against sigmoid in double over its whole range: a few ulp where the result is a normal float,
+// exactly 0 where the reference's exp(-x) overflows, exactly 1 far right.
+TEST(HwyEpilogueTest, SigmoidIsWithinFewUlpOverItsWholeRange) {
+  const PostOp op{find_post_op("sigmoid"), {}};
+  auto vec = hwy_cpu::vector_post_ops(std::span<const PostOp>(&op, 1));
+  ASSERT_TRUE(vec.has_value());
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 100.0f; v += 0.000731f) x.push_back(v);
+  std::vector<float> y = x;
+  hwy_cpu::apply_post_ops(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
+  int bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+    bool ok;
+    if (x[i] < -88.73f) ok = y[i] == 0.0f;
+    else if (want < std::numeric_limits<float>::min()) ok = std::abs(y[i]) < 2 * std::numeric_limits<float>::min();
+    else ok = std::abs(y[i] - want) <= 4 * std::numeric_limits<float>::epsilon() * want;
+    if (!ok && ++bad <= 3) ADD_FAILURE() << "x = " << x[i] << ": got " << y[i] << ", want " << want;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 TEST(HwyEpilogueTest, UnknownPostOpsHaveNoVectorForm) {
   static const PostOpSpec fake{"made_up", "", 0, nullptr, DnnlPostOp::kNone, nullptr, nullptr, nullptr};
   const PostOp op{&fake, {}};

@@ -24,51 +24,72 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 using Kind = VectorPostOp::Kind;
 
+// One post-op on one vector; K is a template argument so each op's loop below is compiled
+// without a per-vector switch.
+template <Kind K>
 HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
   const VF zero = hn::Zero(d), one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
-  switch (op.kind) {
-    case Kind::kRelu: return hn::IfThenElse(hn::Gt(x, zero), x, zero);
-    case Kind::kLeakyRelu: return hn::IfThenElse(hn::Ge(x, zero), x, hn::Mul(hn::Set(d, op.a), x));
-    case Kind::kClip:  // NaN stays NaN, as in the reference
-      return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
-    case Kind::kSigmoid: return Sigmoid(d, x);
-    case Kind::kSigmoidMul: return hn::Mul(x, Sigmoid(d, x));
-    case Kind::kHardSwish:
-      return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::MulAdd(x, hn::Set(d, 1.0f / 6.0f), half))));
-    case Kind::kTanh: return SafeTanh(d, x);
-    case Kind::kElu:
-      return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(hn::Set(d, op.a), hn::Sub(SafeExp(d, x), one)), x);
-    case Kind::kGeluErf:
-      return hn::Mul(hn::Mul(half, x), hn::Add(one, Erf(d, hn::Mul(x, hn::Set(d, 0.70710678118654752f)))));
-    case Kind::kGeluTanh: {
-      const VF inner = hn::Mul(hn::Set(d, 0.7978845608028654f),
-                               hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
-      return hn::Mul(hn::Mul(half, x), hn::Add(one, SafeTanh(d, inner)));
-    }
-    case Kind::kHardSigmoid: return hn::Max(zero, hn::Min(one, hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b))));
-    case Kind::kLinear: return hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));
-    case Kind::kAdd: return hn::Add(x, r);
+  if constexpr (K == Kind::kRelu) return hn::IfThenElse(hn::Gt(x, zero), x, zero);
+  if constexpr (K == Kind::kLeakyRelu) return hn::IfThenElse(hn::Ge(x, zero), x, hn::Mul(hn::Set(d, op.a), x));
+  if constexpr (K == Kind::kClip)  // NaN stays NaN, as in the reference
+    return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
+  if constexpr (K == Kind::kSigmoid) return Sigmoid(d, x);
+  if constexpr (K == Kind::kSigmoidMul) return hn::Mul(x, Sigmoid(d, x));
+  if constexpr (K == Kind::kHardSwish)
+    return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::MulAdd(x, hn::Set(d, 1.0f / 6.0f), half))));
+  if constexpr (K == Kind::kTanh) return SafeTanh(d, x);
+  if constexpr (K == Kind::kElu)
+    return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(hn::Set(d, op.a), hn::Sub(SafeExp(d, x), one)), x);
+  if constexpr (K == Kind::kGeluErf)
+    return hn::Mul(hn::Mul(half, x), hn::Add(one, Erf(d, hn::Mul(x, hn::Set(d, 0.70710678118654752f)))));
+  if constexpr (K == Kind::kGeluTanh) {
+    const VF inner = hn::Mul(hn::Set(d, 0.7978845608028654f),
+                             hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
+    return hn::Mul(hn::Mul(half, x), hn::Add(one, SafeTanh(d, inner)));
   }
-  return x;
+  if constexpr (K == Kind::kHardSigmoid)
+    return hn::Max(zero, hn::Min(one, hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b))));
+  if constexpr (K == Kind::kLinear) return hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));
+  if constexpr (K == Kind::kAdd) return hn::Add(x, r);
+}
+
+// One post-op over n floats of y (and of the residual, for kAdd).
+template <Kind K>
+HWY_NOINLINE void ApplyOp(const VectorPostOp& op, float* HWY_RESTRICT y, const float* HWY_RESTRICT residual, size_t n) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d);
+  constexpr bool kReadsResidual = K == Kind::kAdd;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const VF r = kReadsResidual ? hn::LoadU(d, residual + i) : hn::Zero(d);
+    hn::StoreU(Apply<K>(d, op, hn::LoadU(d, y + i), r), d, y + i);
+  }
+  if (i < n) {  // the tail through a vector-sized buffer (this Highway has no LoadN)
+    HWY_ALIGN float ty[hn::MaxLanes(d)] = {}, tr[hn::MaxLanes(d)] = {};
+    std::copy(y + i, y + n, ty);
+    if (kReadsResidual) std::copy(residual + i, residual + n, tr);
+    hn::Store(Apply<K>(d, op, hn::Load(d, ty), hn::Load(d, tr)), d, ty);
+    std::copy(ty, ty + (n - i), y + i);
+  }
 }
 
 // One chunk: every op over it in turn.
 void ApplyChunk(const VectorPostOp* ops, size_t count, float* y, const float* residual, size_t n) {
-  const DF d;
-  const size_t lanes = hn::Lanes(d);
   for (const VectorPostOp* op = ops; op != ops + count; ++op) {
-    const bool reads_r = op->kind == Kind::kAdd;
-    size_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-      const VF r = reads_r ? hn::LoadU(d, residual + i) : hn::Zero(d);
-      hn::StoreU(Apply(d, *op, hn::LoadU(d, y + i), r), d, y + i);
-    }
-    if (i < n) {  // the tail through a vector-sized buffer (this Highway has no LoadN)
-      HWY_ALIGN float ty[hn::MaxLanes(d)] = {}, tr[hn::MaxLanes(d)] = {};
-      std::copy(y + i, y + n, ty);
-      if (reads_r) std::copy(residual + i, residual + n, tr);
-      hn::Store(Apply(d, *op, hn::Load(d, ty), hn::Load(d, tr)), d, ty);
-      std::copy(ty, ty + (n - i), y + i);
+    switch (op->kind) {
+      case Kind::kRelu: ApplyOp<Kind::kRelu>(*op, y, residual, n); break;
+      case Kind::kLeakyRelu: ApplyOp<Kind::kLeakyRelu>(*op, y, residual, n); break;
+      case Kind::kClip: ApplyOp<Kind::kClip>(*op, y, residual, n); break;
+      case Kind::kSigmoid: ApplyOp<Kind::kSigmoid>(*op, y, residual, n); break;
+      case Kind::kSigmoidMul: ApplyOp<Kind::kSigmoidMul>(*op, y, residual, n); break;
+      case Kind::kHardSwish: ApplyOp<Kind::kHardSwish>(*op, y, residual, n); break;
+      case Kind::kTanh: ApplyOp<Kind::kTanh>(*op, y, residual, n); break;
+      case Kind::kElu: ApplyOp<Kind::kElu>(*op, y, residual, n); break;
+      case Kind::kGeluErf: ApplyOp<Kind::kGeluErf>(*op, y, residual, n); break;
+      case Kind::kGeluTanh: ApplyOp<Kind::kGeluTanh>(*op, y, residual, n); break;
+      case Kind::kHardSigmoid: ApplyOp<Kind::kHardSigmoid>(*op, y, residual, n); break;
+      case Kind::kLinear: ApplyOp<Kind::kLinear>(*op, y, residual, n); break;
+      case Kind::kAdd: ApplyOp<Kind::kAdd>(*op, y, residual, n); break;
     }
   }
 }
