@@ -28,7 +28,15 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   plan->graph_ = std::move(graph);
   plan->threads_ = options.threads;
   OPFUSE_TRY(plan->assign_slots(options));
+  plan->plan_concat_in_place();
   plan->plan_in_place();
+  // Steps are numbered in buffers_' lifetimes as they were before any was dropped: the plan
+  // only compares those numbers, so the gaps do not matter.
+  std::vector<Step> kept;
+  for (size_t s = 0; s < plan->steps_.size(); ++s) {
+    if (!plan->step_dropped_[s]) kept.push_back(std::move(plan->steps_[s]));
+  }
+  plan->steps_ = std::move(kept);
   plan->memory_ = plan_memory(plan->buffers_);
   if (!memory_plan_is_valid(plan->buffers_, plan->memory_)) {
     return Status::internal_error("memory plan assigned overlapping buffers");
@@ -135,17 +143,76 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
   return Status::ok();
 }
 
+int64_t CompiledPlan::slot_bytes(const Slot& slot) const {
+  int64_t n = static_cast<int64_t>(dtype_size(slot.dtype));
+  for (int64_t d : slot.dims) n *= d;
+  return n;
+}
+
+// A Concat whose every dim before the axis is 1 lays its inputs one after the other: input i is
+// the byte range [offset_i, offset_i + bytes_i) of the output. When each input is a whole arena
+// buffer of its own (not a graph input, constant or output, not already a slab, not repeated),
+// those buffers become slabs of the Concat's buffer and the Concat runs no kernel: a copy of
+// every byte saved (YOLO's C3 blocks, DeepLabV3's ASPP). The merged buffer lives from the first
+// producer to the last reader of any part. Nested Concats fold in turn, outer offsets adding up.
+void CompiledPlan::plan_concat_in_place() {
+  step_dropped_.assign(steps_.size(), false);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    const Node& node = *step.node;
+    if (node.op_type() != "Concat" || !node.domain().empty() || step.outputs.size() != 1) continue;
+    const Slot& out = slots_[step.outputs[0]];
+    if (out.kind != SlotKind::kArena || out.byte_offset != 0 || slot_bytes(out) != buffers_[out.index].bytes) continue;
+    const int64_t rank = static_cast<int64_t>(out.dims.size());
+    int64_t axis = AttrReader(node).get_int("axis");
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    if (!std::all_of(out.dims.begin(), out.dims.begin() + axis, [](int64_t d) { return d == 1; })) continue;
+    std::vector<int> buffers;
+    bool whole_buffers = true;
+    int64_t total = 0;
+    for (int in : step.inputs) {
+      const Slot* slot = in >= 0 ? &slots_[in] : nullptr;
+      whole_buffers = slot != nullptr && slot->kind == SlotKind::kArena && slot->byte_offset == 0 &&
+                      slot->index != out.index && slot_bytes(*slot) == buffers_[slot->index].bytes &&
+                      total % 64 == 0 &&  // every slab starts as aligned as a buffer of its own
+                      std::find(buffers.begin(), buffers.end(), slot->index) == buffers.end();
+      if (!whole_buffers) break;
+      buffers.push_back(slot->index);
+      total += slot_bytes(*slot);
+    }
+    if (!whole_buffers || total != buffers_[out.index].bytes) continue;
+    BufferRequest& merged = buffers_[out.index];
+    int64_t offset = 0;
+    for (int b : buffers) {
+      merged.first_step = std::min(merged.first_step, buffers_[b].first_step);
+      merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
+      for (Slot& slot : slots_) {
+        if (slot.kind == SlotKind::kArena && slot.index == b) {
+          slot.index = out.index;
+          slot.byte_offset += offset;
+        }
+      }
+      offset += buffers_[b].bytes;
+      buffers_[b].bytes = 0;  // lives inside the Concat's buffer now
+    }
+    step_dropped_[s] = true;
+  }
+}
+
 // A kernel that can run in place writes output 0 over input 0 when input 0's buffer is read for
-// the last time by that step and has the same size: the two buffers become one.
+// the last time by that step and has the same size: the two buffers become one. Slabs of an
+// in-place Concat never take part (their buffer is larger than they are).
 void CompiledPlan::plan_in_place() {
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
-    if (!step.kernel->can_run_in_place() || step.inputs.empty() || step.inputs[0] < 0) continue;
+    if (step_dropped_[s] || !step.kernel->can_run_in_place() || step.inputs.empty() || step.inputs[0] < 0) continue;
     const Slot& in = slots_[step.inputs[0]];
     const Slot& out = slots_[step.outputs[0]];
     if (in.kind != SlotKind::kArena || out.kind != SlotKind::kArena || in.index == out.index) continue;
     BufferRequest& keep = buffers_[in.index];
     BufferRequest& merged = buffers_[out.index];
+    if (slot_bytes(in) != keep.bytes || slot_bytes(out) != merged.bytes) continue;
     if (keep.last_step != static_cast<int>(s) || keep.bytes != merged.bytes) continue;
     keep.last_step = std::max(keep.last_step, merged.last_step);
     merged.bytes = 0;  // no longer needs memory of its own
@@ -187,7 +254,8 @@ std::unique_ptr<CompiledPlan::Arena> CompiledPlan::acquire_arena() const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = slots_[i];
     if (slot.kind == SlotKind::kArena) {
-      arena->slot_tensors[i] = Tensor::wrap(slot.dtype, slot.dims, base + memory_.offsets[slot.index], nullptr);
+      arena->slot_tensors[i] =
+          Tensor::wrap(slot.dtype, slot.dims, base + memory_.offsets[slot.index] + slot.byte_offset, nullptr);
     } else if (slot.kind == SlotKind::kConstant) {
       arena->slot_tensors[i] = slot.constant->dims() == slot.dims
                                    ? *slot.constant

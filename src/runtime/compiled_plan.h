@@ -2,7 +2,9 @@
 // of steps, each a Kernel created once (weights pre-packed), reading and writing buffers at
 // fixed offsets of one arena. A run binds the inputs, allocates the outputs it returns, and
 // executes the steps: no per-node lookup and no allocation of intermediates. View ops
-// (Reshape, Squeeze ...) run no kernel: their output aliases their input's buffer.
+// (Reshape, Squeeze ...) run no kernel: their output aliases their input's buffer. Neither does
+// a Concat whose inputs are contiguous slabs of its output (batch 1 on the channel axis, plain
+// or blocked): its producers write straight into their slab of the Concat's buffer.
 #pragma once
 
 #include <memory>
@@ -62,6 +64,7 @@ class CompiledPlan {
     const Tensor* constant = nullptr;
     DType dtype = DType::kUndefined;
     std::vector<int64_t> dims;
+    int64_t byte_offset = 0;  // kArena: where in its buffer (non-zero for a slab of a Concat's output)
   };
   struct Step {
     const Node* node;
@@ -73,7 +76,9 @@ class CompiledPlan {
 
   CompiledPlan() = default;
   Status assign_slots(const CompileOptions& options);
+  void plan_concat_in_place();
   void plan_in_place();
+  int64_t slot_bytes(const Slot& slot) const;
   Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const;
   std::unique_ptr<Arena> acquire_arena() const;
   Status check_arena_size() const;
@@ -83,6 +88,7 @@ class CompiledPlan {
   int threads_ = 0;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
+  std::vector<bool> step_dropped_;  // steps that turned out to need no kernel (in-place Concats)
   std::vector<BufferRequest> buffers_;
   std::vector<int> output_slots_;  // per graph output
   MemoryPlan memory_;
