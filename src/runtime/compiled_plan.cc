@@ -155,6 +155,8 @@ int64_t CompiledPlan::slot_bytes(const Slot& slot) const {
 // those buffers become slabs of the Concat's buffer and the Concat runs no kernel: a copy of
 // every byte saved (YOLO's C3 blocks, DeepLabV3's ASPP). The merged buffer lives from the first
 // producer to the last reader of any part. Nested Concats fold in turn, outer offsets adding up.
+// A Concat that is a graph output folds the same way into the tensor a run returns (YOLO's
+// detection head), which lives outside the arena.
 void CompiledPlan::plan_concat_in_place() {
   step_dropped_.assign(steps_.size(), false);
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -162,7 +164,10 @@ void CompiledPlan::plan_concat_in_place() {
     const Node& node = *step.node;
     if (node.op_type() != "Concat" || !node.domain().empty() || step.outputs.size() != 1) continue;
     const Slot& out = slots_[step.outputs[0]];
-    if (out.kind != SlotKind::kArena || out.byte_offset != 0 || slot_bytes(out) != buffers_[out.index].bytes) continue;
+    const bool to_output = out.kind == SlotKind::kGraphOutput;
+    if (!to_output && (out.kind != SlotKind::kArena || out.byte_offset != 0 || slot_bytes(out) != buffers_[out.index].bytes)) {
+      continue;
+    }
     const int64_t rank = static_cast<int64_t>(out.dims.size());
     int64_t axis = AttrReader(node).get_int("axis");
     if (axis < 0) axis += rank;
@@ -174,27 +179,32 @@ void CompiledPlan::plan_concat_in_place() {
     for (int in : step.inputs) {
       const Slot* slot = in >= 0 ? &slots_[in] : nullptr;
       whole_buffers = slot != nullptr && slot->kind == SlotKind::kArena && slot->byte_offset == 0 &&
-                      slot->index != out.index && slot_bytes(*slot) == buffers_[slot->index].bytes &&
+                      (to_output || slot->index != out.index) && slot_bytes(*slot) == buffers_[slot->index].bytes &&
                       total % 64 == 0 &&  // every slab starts as aligned as a buffer of its own
                       std::find(buffers.begin(), buffers.end(), slot->index) == buffers.end();
       if (!whole_buffers) break;
       buffers.push_back(slot->index);
       total += slot_bytes(*slot);
     }
-    if (!whole_buffers || total != buffers_[out.index].bytes) continue;
-    BufferRequest& merged = buffers_[out.index];
+    if (!whole_buffers || total != slot_bytes(out)) continue;
+    const SlotKind kind = out.kind;
+    const int index = out.index;
     int64_t offset = 0;
     for (int b : buffers) {
-      merged.first_step = std::min(merged.first_step, buffers_[b].first_step);
-      merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
+      if (!to_output) {
+        BufferRequest& merged = buffers_[index];
+        merged.first_step = std::min(merged.first_step, buffers_[b].first_step);
+        merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
+      }
       for (Slot& slot : slots_) {
         if (slot.kind == SlotKind::kArena && slot.index == b) {
-          slot.index = out.index;
+          slot.kind = kind;
+          slot.index = index;
           slot.byte_offset += offset;
         }
       }
       offset += buffers_[b].bytes;
-      buffers_[b].bytes = 0;  // lives inside the Concat's buffer now
+      buffers_[b].bytes = 0;  // lives inside the Concat's buffer (or the returned output) now
     }
     step_dropped_[s] = true;
   }
@@ -298,9 +308,11 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
     } else if (slot.kind == SlotKind::kGraphOutput) {
       if (!outputs[slot.index].defined()) {
         const Value* v = graph_->outputs()[slot.index];
-        OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index], Tensor::zeros(slot.dtype, slot.dims, str_cat("output '", v->name(), "'")));
+        const Slot& whole = slots_[output_slots_[slot.index]];  // `slot` may be a slab of it
+        OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index], Tensor::zeros(whole.dtype, whole.dims, str_cat("output '", v->name(), "'")));
       }
-      arena->slot_tensors[i] = Tensor::wrap(slot.dtype, slot.dims, outputs[slot.index].raw_data(), nullptr);
+      arena->slot_tensors[i] = Tensor::wrap(
+          slot.dtype, slot.dims, static_cast<uint8_t*>(outputs[slot.index].raw_data()) + slot.byte_offset, nullptr);
     }
   }
   if (threads_ > 0) omp_set_num_threads(threads_);

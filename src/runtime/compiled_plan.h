@@ -64,7 +64,7 @@ class CompiledPlan {
     const Tensor* constant = nullptr;
     DType dtype = DType::kUndefined;
     std::vector<int64_t> dims;
-    int64_t byte_offset = 0;  // kArena: where in its buffer (non-zero for a slab of a Concat's output)
+    int64_t byte_offset = 0;  // kArena, kGraphOutput: where in the buffer (non-zero: a slab of a Concat's output)
   };
   struct Step {
     const Node* node;
