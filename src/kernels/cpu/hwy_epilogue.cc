@@ -34,7 +34,7 @@ HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
   if constexpr (K == Kind::kClip)  // NaN stays NaN, as in the reference
     return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
   if constexpr (K == Kind::kSigmoid) return Sigmoid(d, x);
-  if constexpr (K == Kind::kSigmoidMul) return hn::Mul(x, Sigmoid(d, x));
+  if constexpr (K == Kind::kSigmoidMul) return Silu(d, x);
   if constexpr (K == Kind::kHardSwish)
     return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::MulAdd(x, hn::Set(d, 1.0f / 6.0f), half))));
   if constexpr (K == Kind::kTanh) return SafeTanh(d, x);

@@ -75,40 +75,48 @@ HWY_INLINE V SafeTanh(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
-// exp(x) for x already inside [-87, 88], where both e^x and the 2^n of its range reduction are
-// normal floats, so 2^n can be added straight into the exponent bits. Cheaper than Highway's Exp
-// (no float->int conversion fix-ups, no split 2^n): n = round(x / ln2) by the 1.5 * 2^23 trick,
-// r = x - n ln2 in two parts, e^r = 1 + r (c1 + r (c2 + ...)) with c1..c5 fitted for opfuse
-// (Lawson-weighted least squares for relative error on [-ln2/2, ln2/2]: 1.6 ulp).
+// 1 / (1 + exp(-x)) for x that is not NaN, with the reference's limit: 0 where exp(-x)
+// overflows (x < -88.72). This runs over every output of SiLU networks, so it is built for a
+// short dependency chain (the out-of-order window, not the ALUs, bounds its throughput):
+//  - x is clamped to [-88, 87], where e^-x and the 2^n below are normal floats;
+//  - n = round(-x / ln2) by the 1.5 * 2^23 trick, t = x + n ln2 (in two parts) = -(the reduced
+//    argument), so e^-x = 2^n e^-t with |t| <= ln2 / 2 and no negation on the chain;
+//  - e^-t = 1 - c1 t + c2 t^2 - ... - c5 t^5 by Estrin's scheme, c1..c5 fitted for opfuse
+//    (Lawson-weighted least squares for relative error: 1.6 ulp), 2^n added into the exponent;
+//  - the reciprocal is the 14-bit estimate plus one Newton step (a division costs more than all
+//    the rest on AVX-512).
 template <class D, class V>
-HWY_INLINE V ExpInNormalRange(D d, V x) {
+HWY_INLINE V SigmoidOfNumber(D d, V x) {
   const hn::RebindToSigned<D> di;
-  const V kRound = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: adding it leaves round(x / ln2) in the low bits
-  const V shifted = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), kRound);
-  const V n = hn::Sub(shifted, kRound);
-  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);
-  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
-  V p = hn::MulAdd(hn::Set(d, 0.008290314115583897f), r, hn::Set(d, 0.04189793020486832f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.1666763573884964f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.4999915063381195f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.9999997019767761f));
-  const V er = hn::MulAdd(p, r, hn::Set(d, 1.0f));
-  const auto scale = hn::ShiftLeft<23>(hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, kRound)));
-  return hn::BitCast(d, hn::Add(hn::BitCast(di, er), scale));
-}
-
-// 1 / (1 + exp(-x)) with the reference's limits: 0 where exp(-x) overflows (x < -88.72), NaN
-// stays NaN. The reciprocal is the 14-bit estimate plus one Newton step (about 1 ulp): a
-// division costs more than all the rest of this on AVX-512, and this runs over every output of
-// SiLU networks.
-template <class D, class V>
-HWY_INLINE V Sigmoid(D d, V x) {
   const V one = hn::Set(d, 1.0f);
-  const V e = ExpInNormalRange(d, hn::Min(hn::Max(hn::Neg(x), hn::Set(d, -87.0f)), hn::Set(d, 88.0f)));
-  const V den = hn::Add(one, e);
+  const V c = hn::Min(hn::Max(x, hn::Set(d, -88.0f)), hn::Set(d, 87.0f));
+  const V kRound = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: adding it leaves round(.) in the low bits
+  const V shifted = hn::MulAdd(c, hn::Set(d, -1.44269504088896341f), kRound);
+  const V n = hn::Sub(shifted, kRound);
+  V t = hn::MulAdd(n, hn::Set(d, 0.693359375f), c);
+  t = hn::MulAdd(n, hn::Set(d, -2.12194440e-4f), t);
+  const V t2 = hn::Mul(t, t);
+  const V p01 = hn::NegMulAdd(hn::Set(d, 0.9999997019767761f), t, one);
+  const V p23 = hn::NegMulAdd(hn::Set(d, 0.1666763573884964f), t, hn::Set(d, 0.4999915063381195f));
+  const V p45 = hn::NegMulAdd(hn::Set(d, 0.008290314115583897f), t, hn::Set(d, 0.04189793020486832f));
+  const V q = hn::MulAdd(hn::MulAdd(p45, t2, p23), t2, p01);
+  const auto scale = hn::ShiftLeft<23>(hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, kRound)));
+  const V den = hn::Add(one, hn::BitCast(d, hn::Add(hn::BitCast(di, q), scale)));
   const V est = hn::ApproximateReciprocal(den);
   const V s = hn::MulAdd(est, hn::NegMulAdd(den, est, one), est);
-  return hn::IfThenElse(hn::IsNaN(x), x, hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -88.72283f)), s));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -88.72283f)), s);
+}
+
+// sigmoid(x) as the reference computes it; NaN stays NaN.
+template <class D, class V>
+HWY_INLINE V Sigmoid(D d, V x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, SigmoidOfNumber(d, x));
+}
+
+// x * sigmoid(x) (SiLU); a NaN x makes the product NaN by itself.
+template <class D, class V>
+HWY_INLINE V Silu(D d, V x) {
+  return hn::Mul(x, SigmoidOfNumber(d, x));
 }
 
 // erf(x), odd, in two pieces (coefficients fitted for opfuse by weighted least squares with
