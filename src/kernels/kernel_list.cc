@@ -33,6 +33,9 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),
         onednn::onednn_fused_gemm_kernel(),
+        // Means over whole axes (global average pooling), before oneDNN's pooling.
+        hwy_cpu::global_average_pool_kernel(),
+        hwy_cpu::whole_axis_average_pool_kernel(),
         onednn::onednn_max_pool_kernel(),
         onednn::onednn_average_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),

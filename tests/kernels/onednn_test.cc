@@ -362,9 +362,17 @@ TEST(OneDnnPool, ModelShapesAndGlobalPools) {
         {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}},
          {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}},
         "onednn.pool", "ceil_mode without overhang, count_include_pad");
-  check("GlobalAveragePool", {in(random_tensor({2, 2048, 7, 7}, gen))}, {}, "onednn.pool",
+  // Means over whole axes run as a ReduceMean (hwy_reduce.cc), not as oneDNN pooling.
+  check("GlobalAveragePool", {in(random_tensor({2, 2048, 7, 7}, gen))}, {}, "hwy.reduce",
         "resnet head");
-  check("GlobalAveragePool", {in(random_tensor({3, 5, 9}, gen))}, {}, "onednn.pool", "1-d");
+  check("GlobalAveragePool", {in(random_tensor({3, 5, 9}, gen))}, {}, "hwy.reduce", "1-d");
+  check("AveragePool", {in(random_tensor({1, 8, 7, 7}, gen))}, {{"kernel_shape", Ints{7, 7}}},
+        "hwy.reduce", "window covering the whole map");
+  check("AveragePool", {in(random_tensor({2, 8, 7, 5}, gen))}, {{"kernel_shape", Ints{7, 1}}},
+        "hwy.reduce", "window covering H only, W kept");
+  check("AveragePool", {in(random_tensor({1, 8, 7, 7}, gen))},
+        {{"kernel_shape", Ints{7, 7}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{3, 3}}}, "onednn.pool",
+        "whole-map window with padding: a windowed pool");
   check("GlobalMaxPool", {in(random_tensor({2, 6, 3, 4, 5}, gen))}, {}, "onednn.pool", "3-d");
 }
 

@@ -3,8 +3,8 @@
 // with static shapes; anything else is declined so the reference kernel runs.
 //
 // Files, one per concept: hwy_elementwise.cc (every op with a ScalarExpr), hwy_softmax.cc
-// (Softmax, LogSoftmax, LayerNormalization), hwy_reduce.cc (ReduceSum/Mean/Max/Min over trailing
-// axes), hwy_layout.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
+// (Softmax, LogSoftmax, LayerNormalization), hwy_reduce.cc (ReduceSum/Mean/Max/Min over a block
+// of axes, and global average pooling), hwy_layout.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
 // hwy_resize.cc (Resize nearest/linear over H,W of NCHW), hwy_math-inl.h (vector
 // exp/log/tanh/erf with IEEE fix-ups).
 #pragma once
@@ -32,6 +32,10 @@ std::optional<std::vector<int64_t>> static_dims_of(const Value* v, DType dtype =
 std::vector<KernelImpl> elementwise_kernels();
 std::vector<KernelImpl> softmax_kernels();
 std::vector<KernelImpl> reduce_kernels();
+// GlobalAveragePool, and AveragePool whose windows are whole axes, as a ReduceMean
+// (hwy_reduce.cc); listed before oneDNN's pooling in kernels/kernel_list.cc.
+KernelImpl global_average_pool_kernel();
+KernelImpl whole_axis_average_pool_kernel();
 std::vector<KernelImpl> layout_kernels();
 std::vector<KernelImpl> resize_kernels();
 

@@ -5,6 +5,7 @@
 //   inner > 1:  outputs are vectors along inner, accumulated over the count slices.
 // Axis sets that are not one block (e.g. {0, 2} of [A,B,C] with B > 1) are declined.
 // Max/Min propagate NaN exactly like the reference (once NaN, the accumulator stays NaN).
+// GlobalAveragePool and whole-axis AveragePool are ReduceMeans too (mean_pool_plan).
 #ifndef OPFUSE_KERNELS_CPU_HWY_REDUCE_DECLS_
 #define OPFUSE_KERNELS_CPU_HWY_REDUCE_DECLS_
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <limits>
 
 #include "kernels/cpu/hwy_kernels.h"
+#include "ops/nn_common.h"
 #include "ops/op_def.h"
 
 namespace opfuse::hwy_cpu {
@@ -94,8 +96,19 @@ void ColsT(const float* x, float* y, size_t count, size_t inner, size_t stride) 
   size_t i = 0;
   const float scale = 1.0f / static_cast<float>(count);
   for (; i + N <= inner; i += N) {
-    VF acc = hn::Set(d, Identity<K>());
-    for (size_t j = 0; j < count; ++j) acc = Combine<K>(acc, hn::LoadU(d, x + j * stride + i));
+    // Four accumulators over j: one would wait on its own latency at every slice (a global
+    // average pool over nChw16c is one vector wide and thousands of slices deep).
+    const VF id = hn::Set(d, Identity<K>());
+    VF a0 = id, a1 = id, a2 = id, a3 = id;
+    size_t j = 0;
+    for (; j + 4 <= count; j += 4) {
+      a0 = Combine<K>(a0, hn::LoadU(d, x + j * stride + i));
+      a1 = Combine<K>(a1, hn::LoadU(d, x + (j + 1) * stride + i));
+      a2 = Combine<K>(a2, hn::LoadU(d, x + (j + 2) * stride + i));
+      a3 = Combine<K>(a3, hn::LoadU(d, x + (j + 3) * stride + i));
+    }
+    for (; j < count; ++j) a0 = Combine<K>(a0, hn::LoadU(d, x + j * stride + i));
+    VF acc = Combine<K>(Combine<K>(a0, a1), Combine<K>(a2, a3));
     if (K == RKind::kMean) acc = hn::Mul(acc, hn::Set(d, scale));
     hn::StoreU(acc, d, y + i);
   }
@@ -208,18 +221,14 @@ std::optional<std::vector<bool>> reduced_axes(const KernelCompileContext& ctx, i
   return reduced;
 }
 
-std::optional<ReducePlan> plan_for(const KernelCompileContext& ctx) {
-  auto dims = static_dims_of(ctx.node.input(0));
-  if (!dims || !static_dims_of(ctx.node.output(0))) return std::nullopt;
-  auto reduced = reduced_axes(ctx, static_cast<int64_t>(dims->size()));
-  if (!reduced) return std::nullopt;
-  // Outer kept dims, then the reduced block, then inner kept dims; size-1 dims fit anywhere.
+// Outer kept dims, then the reduced block, then inner kept dims; size-1 dims fit anywhere.
+std::optional<ReducePlan> plan_over(const std::vector<int64_t>& dims, const std::vector<bool>& reduced) {
   ReducePlan p;
   int stage = 0;  // 0: outer, 1: reduced, 2: inner
-  for (size_t i = 0; i < dims->size(); ++i) {
-    const int64_t n = (*dims)[i];
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t n = dims[i];
     if (n == 1) continue;
-    if ((*reduced)[i]) {
+    if (reduced[i]) {
       if (stage == 2) return std::nullopt;
       stage = 1;
       p.count *= n;
@@ -232,7 +241,53 @@ std::optional<ReducePlan> plan_for(const KernelCompileContext& ctx) {
   return p;
 }
 
+std::optional<ReducePlan> plan_for(const KernelCompileContext& ctx) {
+  auto dims = static_dims_of(ctx.node.input(0));
+  if (!dims || !static_dims_of(ctx.node.output(0))) return std::nullopt;
+  auto reduced = reduced_axes(ctx, static_cast<int64_t>(dims->size()));
+  if (!reduced) return std::nullopt;
+  return plan_over(*dims, *reduced);
+}
+
+// GlobalAveragePool, and an AveragePool whose windows are whole axes or single elements (what
+// O3 makes of GlobalAveragePool on a blocked tensor: AveragePool [H, W, 1] over
+// [N, Cb, H, W, 16]), is a mean over one block of axes: the ReduceMean plan. Cheaper than
+// oneDNN's pooling on the small tensors of squeeze-excitation blocks, where a call's fixed cost
+// dominates (efficientnet_b0 runs 17 of them).
+std::optional<ReducePlan> mean_pool_plan(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  auto x = static_dims_of(node.input(0));
+  auto y = static_dims_of(node.output(0));
+  if (!x || !y || x->size() < 3 || y->size() != x->size() || (*y)[0] != (*x)[0] || (*y)[1] != (*x)[1]) {
+    return std::nullopt;
+  }
+  const size_t spatial = x->size() - 2;
+  std::vector<bool> reduced(x->size(), false);
+  if (node.op_type() == "GlobalAveragePool") {
+    std::fill(reduced.begin() + 2, reduced.end(), true);
+  } else {
+    const AttrReader attrs(node);
+    auto wa = read_window_attrs(attrs, spatial, std::nullopt, true, node.describe());
+    if (!wa.is_ok()) return std::nullopt;
+    for (size_t i = 0; i < spatial; ++i) {
+      const int64_t in = (*x)[2 + i];
+      auto dim = window_dim(*wa, i, in, attrs.get_int("ceil_mode") != 0, node.describe());
+      if (!dim.is_ok() || dim->out != (*y)[2 + i] || dim->pad_begin != 0 || dim->pad_end != 0 ||
+          wa->dilations[i] != 1) {
+        return std::nullopt;
+      }
+      if (wa->kernel[i] == in && dim->out == 1) {
+        reduced[2 + i] = true;
+      } else if (wa->kernel[i] != 1 || wa->strides[i] != 1 || dim->out != in) {
+        return std::nullopt;
+      }
+    }
+  }
+  return plan_over(*x, reduced);
+}
+
 bool supports(const KernelCompileContext& ctx) { return plan_for(ctx).has_value(); }
+bool supports_mean_pool(const KernelCompileContext& ctx) { return mean_pool_plan(ctx).has_value(); }
 
 template <RKind K>
 Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
@@ -244,7 +299,23 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
+Result<std::unique_ptr<Kernel>> create_mean_pool(const KernelCompileContext& ctx) {
+  auto k = std::make_unique<ReduceKernel>();
+  k->kind = RKind::kMean;
+  k->plan = *mean_pool_plan(ctx);
+  k->in_dims = *static_dims_of(ctx.node.input(0));
+  k->out_dims = *static_dims_of(ctx.node.output(0));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
 }  // namespace
+
+KernelImpl global_average_pool_kernel() {
+  return {"hwy.reduce", "GlobalAveragePool", supports_mean_pool, create_mean_pool};
+}
+KernelImpl whole_axis_average_pool_kernel() {
+  return {"hwy.reduce", "AveragePool", supports_mean_pool, create_mean_pool};
+}
 
 std::vector<KernelImpl> reduce_kernels() {
   return {
