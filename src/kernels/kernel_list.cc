@@ -18,6 +18,11 @@ KernelImpl fused_attention_kernel_impl();  // kernels/cpu/attention_kernel.cc
 const std::vector<KernelImpl>& all_kernels() {
   static const std::vector<KernelImpl> kernels = [] {
     std::vector<KernelImpl> list = {
+        // 1x1 convs over a 1x1 map (squeeze-excitation): a matrix-vector product
+        // (kernels/cpu/gemv_kernel.cc).
+        gemv_conv_kernel(),
+        gemv_fused_conv_kernel(),
+        gemv_blocked_conv_kernel(),
         // oneDNN (kernels/cpu/onednn_*.cc): anchors and pooling.
         onednn::onednn_conv_kernel(),
         onednn::onednn_fused_conv_kernel(),

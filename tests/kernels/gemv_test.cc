@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
 #include "kernels/cpu/gemv_kernel.h"
+#include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/kernel.h"
 #include "kernels/onednn_test_util.h"
@@ -168,6 +170,60 @@ TEST(GemvFused, DeclinesSeveralRows) {
         {{"epilogue", std::vector<std::string>{"relu"}}}, "onednn.fused_gemm", "M = 4");
   check("FusedMatMul", {in(random_f32({2, 1, 50}, gen)), cst(random_f32({50, 20}, gen))},
         {{"epilogue", std::vector<std::string>{"relu"}}}, "onednn.fused_matmul", "batch 2");
+}
+
+// Squeeze-excitation convs: a 1x1 kernel over a 1x1 map is the same product, in plain and
+// blocked layouts (40 -> 20 channels: nChw16c pads both to 48 and 32 lanes).
+TEST(GemvConv, SqueezeExcitationConvsMatchTheReference) {
+  std::mt19937 gen(8);
+  const Attributes k1 = {{"kernel_shape", Ints{1, 1}}};
+  check("Conv", {in(random_f32({1, 40, 1, 1}, gen)), cst(random_f32({20, 40, 1, 1}, gen)), cst(random_f32({20}, gen))},
+        k1, "cpu.gemv", "plain, bias");
+  check("Conv", {in(random_f32({1, 40, 1, 1}, gen)), cst(random_f32({20, 40, 1, 1}, gen))}, k1, "cpu.gemv",
+        "plain, no bias");
+  Attributes silu = k1;
+  silu["epilogue"] = std::vector<std::string>{"sigmoid_mul"};
+  check("FusedConv", {in(random_f32({1, 1152, 1, 1}, gen)), cst(random_f32({48, 1152, 1, 1}, gen)), cst(random_f32({48}, gen))},
+        silu, "cpu.gemv", "EfficientNet's squeeze, SiLU");
+  Attributes blocked = k1;
+  blocked["block"] = int64_t{16};
+  blocked["epilogue"] = std::vector<std::string>{"sigmoid"};
+  for (int64_t x_block : {16, 0}) {
+    // X blocked [1, Cb, 1, 1, 16] with arbitrary (finite) padding lanes, or channels-last [1, 1, 1, 1, C].
+    const Ints x = x_block == 16 ? Ints{1, 3, 1, 1, 16} : Ints{1, 1, 1, 1, 40};
+    if (x_block == 0) blocked["block"] = int64_t{0};
+    const Ints y = x_block == 16 ? Ints{1, 2, 1, 1, 16} : Ints{1, 1, 1, 1, 20};
+    auto n = make_node("BlockedConv", {in(random_f32(x, gen)), cst(random_f32({20, 40, 1, 1}, gen)), cst(random_f32({20}, gen))},
+                       blocked);
+    ASSERT_NE(n, nullptr);
+    ASSERT_EQ(*hwy_cpu::static_dims_of(n->node->output(0)), y);
+    auto kernel = create_kernel(KernelCompileContext{*n->node, n->constants, 1});
+    ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+    EXPECT_EQ((*kernel)->name(), "cpu.gemv");
+    const Tensor want = n->run(*make_reference_kernel(*n->node));
+    const Tensor got = n->run(**kernel);
+    // Only the real channels are compared: the reference writes zeros on padding lanes, this
+    // kernel sigmoid(0); both are finite, which is all a padding lane must be.
+    const float* w = want.data<float>();
+    const float* g = got.data<float>();
+    for (int64_t c = 0; c < 20; ++c) EXPECT_NEAR(g[c], w[c], 1e-5) << "channel " << c;
+    for (int64_t c = 20; c < got.numel(); ++c) EXPECT_TRUE(std::isfinite(g[c])) << "padding lane " << c;
+  }
+}
+
+TEST(GemvConv, DeclinesBiggerMapsPaddingGroupsAndInputScales) {
+  std::mt19937 gen(9);
+  check("Conv", {in(random_f32({1, 8, 2, 2}, gen)), cst(random_f32({4, 8, 1, 1}, gen))},
+        {{"kernel_shape", Ints{1, 1}}}, "onednn.conv", "a 2x2 map");
+  check("Conv", {in(random_f32({2, 8, 1, 1}, gen)), cst(random_f32({4, 8, 1, 1}, gen))},
+        {{"kernel_shape", Ints{1, 1}}}, "onednn.conv", "batch 2");
+  check("Conv", {in(random_f32({1, 8, 1, 1}, gen)), cst(random_f32({4, 8, 3, 3}, gen))},
+        {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}, "onednn.conv", "3x3 with padding");
+  check("Conv", {in(random_f32({1, 8, 1, 1}, gen)), cst(random_f32({8, 4, 1, 1}, gen))},
+        {{"kernel_shape", Ints{1, 1}}, {"group", int64_t{2}}}, "onednn.conv", "grouped");
+  check("FusedConv",
+        {in(random_f32({1, 8, 1, 1}, gen)), cst(random_f32({4, 8, 1, 1}, gen)), Arg{}, Arg{}, in(random_f32({1, 8, 1, 1}, gen))},
+        {{"kernel_shape", Ints{1, 1}}}, "onednn.fused_conv", "an input scale");
 }
 
 // Two threads split the panels; the result must not depend on the split.

@@ -82,9 +82,9 @@ inline std::unique_ptr<OneNode> make_node(const std::string& op, const std::vect
   }
   std::vector<std::string> outs;
   for (int i = 0; i < num_outputs; ++i) outs.push_back(str_cat("out", i));
-  const bool fused = op.rfind("Fused", 0) == 0;
+  const bool opfuse_domain = op.rfind("Fused", 0) == 0 || op == "BlockedConv";
   auto node = n->graph.add_node(op, values, outs, std::move(attrs), "n1",
-                                fused ? std::string(kFusedDomain) : std::string());
+                                opfuse_domain ? std::string(kFusedDomain) : std::string());
   EXPECT_TRUE(node.is_ok()) << node.status().message();
   if (!node.is_ok()) return nullptr;
   n->node = *node;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "hwy/aligned_allocator.h"
@@ -130,6 +131,9 @@ struct GemvPlan {
   float bias_scale = 1.0f;
   const Tensor* bias_constant = nullptr;
   std::vector<PostOp> epilogue;  // "add" reads input 3
+  // Weights and bias the plan built itself (conv_plan's padded copies), which `b` and
+  // `bias_constant` then point into; released once packed.
+  std::shared_ptr<const Tensor> own_b, own_bias;
 };
 
 const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
@@ -231,6 +235,62 @@ std::optional<GemvPlan> gemm_plan(const KernelCompileContext& ctx, bool fused) {
   return plan;
 }
 
+// Conv / opfuse::FusedConv / opfuse::BlockedConv with a 1x1 kernel over a 1x1 map, batch 1,
+// one group, no padding, constant weights and bias: Y = W X + B, the squeeze-excitation convs of
+// MobileNetV3 and EfficientNet (oneDNN's conv spent ~20 us per call on these few KB). At this
+// size X and Y hold their channels in order whatever the layout (plain [1,C,1,1], nChw16c
+// [1,Cb,1,1,16] with the padding lanes last, channels-last [1,1,1,1,C]), so the weights become
+// an [N', K'] matrix over the padded lengths, zero where a lane is padding; padded outputs get
+// the epilogue of 0, a finite value.
+std::optional<GemvPlan> conv_plan(const KernelCompileContext& ctx, bool fused) {
+  const Node& node = ctx.node;
+  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
+  const auto x = hwy_cpu::static_dims_of(node.input(0));
+  const auto w = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  auto single_pixel = [](const std::optional<Dims>& d) {
+    return d && (d->size() == 4 || d->size() == 5) && (*d)[0] == 1 && (*d)[2] == 1 && (*d)[3] == 1;
+  };
+  if (!single_pixel(x) || !single_pixel(y) || !w || w->size() != 4 || (*w)[2] != 1 || (*w)[3] != 1) {
+    return std::nullopt;
+  }
+  const AttrReader attrs(node);
+  if (attrs.get_int("group") != 1) return std::nullopt;
+  if (attrs.has("pads")) {
+    for (int64_t pad : attrs.get_ints("pads")) {
+      if (pad != 0) return std::nullopt;
+    }
+  }
+  const int64_t oc = (*w)[0], ic = (*w)[1], kp = numel_of(*x), np = numel_of(*y);
+  if (oc <= 0 || ic <= 0 || kp < ic || np < oc || (x->size() == 4 && kp != ic) || (y->size() == 4 && np != oc)) {
+    return std::nullopt;
+  }
+  const Tensor* weights = f32_constant(ctx, 1, *w);
+  const Tensor* bias = node.has_input(2) ? f32_constant(ctx, 2, Dims{oc}) : nullptr;
+  if (weights == nullptr || (node.has_input(2) && bias == nullptr)) return std::nullopt;
+  GemvPlan plan;
+  plan.k = kp;
+  plan.n = np;
+  plan.trans_b = true;
+  Tensor padded = Tensor::zeros(DType::kF32, {np, kp}).value();
+  float* pw = padded.data<float>();
+  const float* wv = weights->data<float>();
+  for (int64_t o = 0; o < oc; ++o) std::copy(wv + o * ic, wv + (o + 1) * ic, pw + o * kp);
+  plan.own_b = std::make_shared<const Tensor>(std::move(padded));
+  plan.b = plan.own_b.get();
+  if (bias != nullptr) {
+    Tensor padded_bias = Tensor::zeros(DType::kF32, {np}).value();
+    std::copy(bias->data<float>(), bias->data<float>() + oc, padded_bias.data<float>());
+    plan.own_bias = std::make_shared<const Tensor>(std::move(padded_bias));
+    plan.bias_constant = plan.own_bias.get();
+    plan.bias_input = 2;
+    plan.bias_numel = np;
+  }
+  if (!fused) return node.inputs().size() <= 3 ? std::optional(plan) : std::nullopt;
+  if (!read_fused_tail(ctx, *y, plan)) return std::nullopt;
+  return plan;
+}
+
 class GemvKernel final : public Kernel {
  public:
   explicit GemvKernel(GemvPlan plan) : plan_(std::move(plan)) {
@@ -243,6 +303,8 @@ class GemvKernel final : public Kernel {
       }
     }
     plan_.b = plan_.bias_constant = nullptr;  // packed / expanded: not needed at run time
+    plan_.own_b.reset();
+    plan_.own_bias.reset();
   }
 
   std::string_view name() const override { return "cpu.gemv"; }
@@ -331,32 +393,52 @@ class GemvKernel final : public Kernel {
   std::vector<float> bias_;  // a constant bias, scaled and expanded to N
 };
 
-template <bool kGemm, bool kFused>
+enum class Anchor { kMatMul, kGemm, kConv };
+
+template <Anchor kAnchor, bool kFused>
 std::optional<GemvPlan> plan_of(const KernelCompileContext& ctx) {
-  return kGemm ? gemm_plan(ctx, kFused) : matmul_plan(ctx, kFused);
+  switch (kAnchor) {
+    case Anchor::kMatMul: return matmul_plan(ctx, kFused);
+    case Anchor::kGemm: return gemm_plan(ctx, kFused);
+    case Anchor::kConv: return conv_plan(ctx, kFused);
+  }
+  return std::nullopt;
 }
 
-template <bool kGemm, bool kFused>
+template <Anchor kAnchor, bool kFused>
 bool supports(const KernelCompileContext& ctx) {
-  return plan_of<kGemm, kFused>(ctx).has_value();
+  return plan_of<kAnchor, kFused>(ctx).has_value();
 }
 
-template <bool kGemm, bool kFused>
+template <Anchor kAnchor, bool kFused>
 Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
-  auto plan = plan_of<kGemm, kFused>(ctx);
+  auto plan = plan_of<kAnchor, kFused>(ctx);
   if (!plan) return Status::internal_error(str_cat(ctx.node.describe(), ": not a cpu.gemv node"));
   return std::unique_ptr<Kernel>(std::make_unique<GemvKernel>(std::move(*plan)));
 }
 
 }  // namespace
 
-KernelImpl gemv_matmul_kernel() { return {"cpu.gemv", "MatMul", supports<false, false>, create<false, false>}; }
-KernelImpl gemv_gemm_kernel() { return {"cpu.gemv", "Gemm", supports<true, false>, create<true, false>}; }
+KernelImpl gemv_matmul_kernel() {
+  return {"cpu.gemv", "MatMul", supports<Anchor::kMatMul, false>, create<Anchor::kMatMul, false>};
+}
+KernelImpl gemv_gemm_kernel() {
+  return {"cpu.gemv", "Gemm", supports<Anchor::kGemm, false>, create<Anchor::kGemm, false>};
+}
 KernelImpl gemv_fused_matmul_kernel() {
-  return {"cpu.gemv", "FusedMatMul", supports<false, true>, create<false, true>};
+  return {"cpu.gemv", "FusedMatMul", supports<Anchor::kMatMul, true>, create<Anchor::kMatMul, true>};
 }
 KernelImpl gemv_fused_gemm_kernel() {
-  return {"cpu.gemv", "FusedGemm", supports<true, true>, create<true, true>};
+  return {"cpu.gemv", "FusedGemm", supports<Anchor::kGemm, true>, create<Anchor::kGemm, true>};
+}
+KernelImpl gemv_conv_kernel() {
+  return {"cpu.gemv", "Conv", supports<Anchor::kConv, false>, create<Anchor::kConv, false>};
+}
+KernelImpl gemv_fused_conv_kernel() {
+  return {"cpu.gemv", "FusedConv", supports<Anchor::kConv, true>, create<Anchor::kConv, true>};
+}
+KernelImpl gemv_blocked_conv_kernel() {
+  return {"cpu.gemv", "BlockedConv", supports<Anchor::kConv, true>, create<Anchor::kConv, true>};
 }
 
 }  // namespace opfuse
