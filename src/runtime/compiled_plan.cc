@@ -28,13 +28,13 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   plan->graph_ = std::move(graph);
   plan->threads_ = options.threads;
   OPFUSE_TRY(plan->assign_slots(options));
-  plan->plan_concat_in_place();
-  plan->plan_in_place();
+  const std::vector<bool> dropped = plan->plan_concat_in_place();
+  plan->plan_in_place(dropped);
   // Steps are numbered in buffers_' lifetimes as they were before any was dropped: the plan
   // only compares those numbers, so the gaps do not matter.
   std::vector<Step> kept;
   for (size_t s = 0; s < plan->steps_.size(); ++s) {
-    if (!plan->step_dropped_[s]) kept.push_back(std::move(plan->steps_[s]));
+    if (!dropped[s]) kept.push_back(std::move(plan->steps_[s]));
   }
   plan->steps_ = std::move(kept);
   plan->memory_ = plan_memory(plan->buffers_);
@@ -157,8 +157,8 @@ int64_t CompiledPlan::slot_bytes(const Slot& slot) const {
 // producer to the last reader of any part. Nested Concats fold in turn, outer offsets adding up.
 // A Concat that is a graph output folds the same way into the tensor a run returns (YOLO's
 // detection head), which lives outside the arena.
-void CompiledPlan::plan_concat_in_place() {
-  step_dropped_.assign(steps_.size(), false);
+std::vector<bool> CompiledPlan::plan_concat_in_place() {
+  std::vector<bool> dropped(steps_.size(), false);
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     const Node& node = *step.node;
@@ -206,17 +206,18 @@ void CompiledPlan::plan_concat_in_place() {
       offset += buffers_[b].bytes;
       buffers_[b].bytes = 0;  // lives inside the Concat's buffer (or the returned output) now
     }
-    step_dropped_[s] = true;
+    dropped[s] = true;
   }
+  return dropped;
 }
 
 // A kernel that can run in place writes output 0 over input 0 when input 0's buffer is read for
 // the last time by that step and has the same size: the two buffers become one. Slabs of an
 // in-place Concat never take part (their buffer is larger than they are).
-void CompiledPlan::plan_in_place() {
+void CompiledPlan::plan_in_place(const std::vector<bool>& dropped) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
-    if (step_dropped_[s] || !step.kernel->can_run_in_place() || step.inputs.empty() || step.inputs[0] < 0) continue;
+    if (dropped[s] || !step.kernel->can_run_in_place() || step.inputs.empty() || step.inputs[0] < 0) continue;
     const Slot& in = slots_[step.inputs[0]];
     const Slot& out = slots_[step.outputs[0]];
     if (in.kind != SlotKind::kArena || out.kind != SlotKind::kArena || in.index == out.index) continue;

@@ -76,8 +76,9 @@ class CompiledPlan {
 
   CompiledPlan() = default;
   Status assign_slots(const CompileOptions& options);
-  void plan_concat_in_place();
-  void plan_in_place();
+  // Returns which steps need no kernel any more (Concats whose inputs now write in place).
+  std::vector<bool> plan_concat_in_place();
+  void plan_in_place(const std::vector<bool>& dropped);
   int64_t slot_bytes(const Slot& slot) const;
   Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const;
   std::unique_ptr<Arena> acquire_arena() const;
@@ -88,7 +89,6 @@ class CompiledPlan {
   int threads_ = 0;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
-  std::vector<bool> step_dropped_;  // steps that turned out to need no kernel (in-place Concats)
   std::vector<BufferRequest> buffers_;
   std::vector<int> output_slots_;  // per graph output
   MemoryPlan memory_;
