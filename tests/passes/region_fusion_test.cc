@@ -3,22 +3,16 @@
 // kernels), and the recorded decisions (applied with members and bytes, refused with reasons).
 #include <gtest/gtest.h>
 
-#include "core/random.h"
+#include "graph_test_util.h"
 #include "ir/text_format.h"
 #include "passes/infer_shapes.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
+#include "runtime/eager.h"
 #include "runtime/session.h"
 
 namespace opfuse {
 namespace {
-
-Tensor random_tensor(const std::vector<int64_t>& dims, uint64_t seed) {
-  Tensor t = Tensor::zeros(DType::kF32, dims).value();
-  Random rng(seed);
-  fill_uniform(t, rng, -2, 2);
-  return t;
-}
 
 struct Compiled {
   std::shared_ptr<const CompiledPlan> plan;
@@ -29,14 +23,8 @@ struct Compiled {
 Compiled compile_and_compare(const std::string& text, FusionConfig config = {}) {
   auto g = parse_graph(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
-  TensorMap inputs;
-  uint64_t seed = 7;
-  for (const Value* v : g->inputs()) inputs[v->name()] = random_tensor(*static_dims(*v->shape), seed++);
-  SessionOptions eager_options;
-  eager_options.mode = ExecutionMode::kEager;
-  auto eager = Session::create(g->clone(), eager_options);
-  EXPECT_TRUE(eager.is_ok()) << eager.status().message();
-  auto want = eager->run(inputs);
+  const TensorMap inputs = testing_graphs::random_inputs(*g, 7);
+  auto want = run_eager(*g, inputs);
   EXPECT_TRUE(want.is_ok()) << want.status().message();
   SessionOptions options;
   options.level = OptLevel::kO2;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/random.h"
+#include "graph_test_util.h"
 #include "ir/text_format.h"
 #include "kernels/kernel.h"
 #include "ops/fused.h"
@@ -51,20 +52,10 @@ std::map<std::string, int> op_counts(const Graph& g) {
   return out;
 }
 
-TensorMap random_inputs(const Graph& g) {
-  TensorMap out;
-  uint64_t seed = 7;
-  for (const Value* v : g.inputs()) {
-    if (v->is_constant()) continue;
-    out[v->name()] = random_tensor(*static_dims(*v->shape), ++seed);
-  }
-  return out;
-}
-
 // Runs the three ways; returns the fused graph's op histogram.
 std::map<std::string, int> check_fusion(const std::string& text) {
   Graph original = parse(text);
-  const TensorMap inputs = random_inputs(original);
+  const TensorMap inputs = testing_graphs::random_inputs(original, 8, -1, 1);
   auto want = run_eager(original, inputs);
   EXPECT_TRUE(want.is_ok()) << want.status().message();
   if (!want.is_ok()) return {};
@@ -99,7 +90,7 @@ std::map<std::string, int> check_fusion(const std::string& text) {
 std::vector<std::string> plan_kernels(const std::string& text, OptLevel level, const std::string& op,
                                       bool scaled_only = false) {
   Graph g = parse(text);
-  const TensorMap inputs = random_inputs(g);
+  const TensorMap inputs = testing_graphs::random_inputs(g, 8, -1, 1);
   SessionOptions so;
   so.mode = ExecutionMode::kGraph;
   so.level = level;

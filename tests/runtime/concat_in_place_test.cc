@@ -6,10 +6,11 @@
 
 #include <algorithm>
 
-#include "core/random.h"
+#include "graph_test_util.h"
 #include "ir/text_format.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
+#include "runtime/eager.h"
 #include "runtime/session.h"
 
 namespace opfuse {
@@ -24,19 +25,8 @@ Outcome compile_and_compare(const std::string& text, OptLevel level) {
   auto g = parse_graph(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   if (!g.is_ok()) return {};
-  TensorMap inputs;
-  uint64_t seed = 11;
-  for (const Value* v : g->inputs()) {
-    Tensor t = Tensor::zeros(DType::kF32, *static_dims(*v->shape)).value();
-    Random rng(seed++);
-    fill_uniform(t, rng, -2, 2);
-    inputs[v->name()] = t;
-  }
-  SessionOptions eager_options;
-  eager_options.mode = ExecutionMode::kEager;
-  auto eager = Session::create(g->clone(), eager_options);
-  EXPECT_TRUE(eager.is_ok()) << eager.status().message();
-  auto want = eager->run(inputs);
+  const TensorMap inputs = testing_graphs::random_inputs(*g, 11);
+  auto want = run_eager(*g, inputs);
   EXPECT_TRUE(want.is_ok()) << want.status().message();
   SessionOptions options;
   options.level = level;
