@@ -24,9 +24,10 @@ class Kernel {
   virtual Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
   // The implementation's name, for profiles ("onednn.conv", "reference").
   virtual std::string_view name() const = 0;
-  // Whether output 0 may share input 0's buffer (the memory plan reuses it when input 0 dies
-  // here). Only kernels that read each element before writing it may say yes.
-  virtual bool can_run_in_place() const { return false; }
+  // The input whose buffer output 0 may share (the memory plan reuses it when that input dies
+  // here and has output 0's size), or -1. Only kernels that read each element of that input
+  // before writing the same element of the output may name one.
+  virtual int in_place_input() const { return -1; }
 };
 
 // Everything known at compile time about the node a kernel is created for.

@@ -211,16 +211,25 @@ std::vector<bool> CompiledPlan::plan_concat_in_place() {
   return dropped;
 }
 
-// A kernel that can run in place writes output 0 over input 0 when input 0's buffer is read for
-// the last time by that step and has the same size: the two buffers become one. Slabs of an
-// in-place Concat never take part (their buffer is larger than they are).
+// A kernel that can run in place writes output 0 over its in-place input (Kernel::in_place_input)
+// when that input's buffer is read for the last time by that step, by no other input of it, and
+// has the same size: the two buffers become one. Slabs of an in-place Concat never take part
+// (their buffer is larger than they are).
 void CompiledPlan::plan_in_place(const std::vector<bool>& dropped) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
-    if (dropped[s] || !step.kernel->can_run_in_place() || step.inputs.empty() || step.inputs[0] < 0) continue;
-    const Slot& in = slots_[step.inputs[0]];
+    const int k = dropped[s] ? -1 : step.kernel->in_place_input();
+    if (k < 0 || static_cast<size_t>(k) >= step.inputs.size() || step.inputs[k] < 0) continue;
+    const Slot& in = slots_[step.inputs[k]];
     const Slot& out = slots_[step.outputs[0]];
     if (in.kind != SlotKind::kArena || out.kind != SlotKind::kArena || in.index == out.index) continue;
+    bool shared = false;
+    for (size_t j = 0; j < step.inputs.size(); ++j) {
+      const int other = step.inputs[j];
+      shared |= j != static_cast<size_t>(k) && other >= 0 && slots_[other].kind == SlotKind::kArena &&
+                slots_[other].index == in.index;
+    }
+    if (shared) continue;
     BufferRequest& keep = buffers_[in.index];
     BufferRequest& merged = buffers_[out.index];
     if (slot_bytes(in) != keep.bytes || slot_bytes(out) != merged.bytes) continue;

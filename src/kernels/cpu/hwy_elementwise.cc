@@ -95,7 +95,7 @@ class ElementwiseKernel final : public Kernel {
   Plan plan;
 
   std::string_view name() const override { return "hwy.elementwise"; }
-  bool can_run_in_place() const override { return in_place_ok; }
+  int in_place_input() const override { return in_place_ok ? 0 : -1; }
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
     for (size_t i = 0; i < present.size(); ++i) {

@@ -198,7 +198,7 @@ class SoftmaxKernel final : public Kernel {
   SoftmaxKernel(std::vector<int64_t> dims, int64_t n, bool log)
       : dims_(std::move(dims)), log_(log), n_(n), rows_(n > 0 ? numel_of(dims_) / n : 0) {}
   std::string_view name() const override { return log_ ? "hwy.log_softmax" : "hwy.softmax"; }
-  bool can_run_in_place() const override { return true; }  // each row is read before written
+  int in_place_input() const override { return 0; }  // each row is read before written
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     OPFUSE_TRY(check_shape(in[0], dims_, "hwy.softmax"));
     OPFUSE_TRY(check_shape(out[0], dims_, "hwy.softmax"));
@@ -251,7 +251,7 @@ class LayerNormKernel final : public Kernel {
   float eps = 1e-5f;
   bool residual = false;  // SkipLayerNormalization: input 1 is R, Scale and B follow it
   std::string_view name() const override { return residual ? "hwy.skip_layer_norm" : "hwy.layer_norm"; }
-  bool can_run_in_place() const override { return true; }
+  int in_place_input() const override { return 0; }
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     const size_t p = residual ? 2 : 1;  // where Scale is
     OPFUSE_TRY(check_shape(in[0], dims, "hwy.layer_norm"));

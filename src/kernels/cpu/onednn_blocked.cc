@@ -6,8 +6,11 @@
 //   opfuse::ToBlocked / FromBlocked / Reblock -> one oneDNN reorder (it writes zeros into padded lanes);
 //   opfuse::BlockedConv            -> convolution_forward with blocked src (or plain nchw for a
 //                                      first conv) and dst, the epilogue's cheap leading post-ops
-//                                      inside it (the residual add as a binary post-op reading the
-//                                      blocked R), the rest as our own pass (HostEpilogueKernel).
+//                                      inside it (the residual add as a sum post-op over Y, which
+//                                      holds R: the plan shares R's buffer with Y when R dies
+//                                      there, else R is copied in; a binary post-op where sum
+//                                      has no fast kernel), the rest as our own pass
+//                                      (HostEpilogueKernel).
 // Weights are packed once at creation into the primitive's preferred layout, like onednn.conv.
 #include "kernels/cpu/onednn_blocked.h"
 
@@ -132,7 +135,7 @@ std::optional<BlockedConvGeometry> blocked_conv_geometry(const KernelCompileCont
 }
 
 PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const BlockedConvGeometry& bg,
-                                      const std::vector<PostOp>& epilogue) {
+                                      const std::vector<PostOp>& epilogue, ResidualAs residual_as) {
   using dnnl::convolution_forward;
   const ConvGeometry& g = bg.conv;
   const int64_t m = g.w[0];
@@ -145,7 +148,7 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
   const dnnl::memory::desc y_md = blocked_desc(g.y, bg.y_dims[4]);
   const dnnl::memory::desc b_md = g.has_bias ? plain_desc({m}) : dnnl::memory::desc();
   int residual = -1;
-  const auto ops = make_post_ops(epilogue, y_md, residual);
+  const auto ops = make_post_ops(epilogue, y_md, residual, residual_as);
   if (!ops) throw dnnl::error(dnnl_unimplemented, "post-op without a oneDNN counterpart");
   auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
     const auto desc = g.has_bias
@@ -165,13 +168,29 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
     auto any = try_dnnl<convolution_forward::primitive_desc>([&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
     if (any && std::string(any->impl_info_str()).find("ref") == std::string::npos) pd = *any;
   }
+  if (residual >= 0 && residual_as == ResidualAs::kSum && std::string(pd.impl_info_str()).find("ref") != std::string::npos) {
+    throw dnnl::error(dnnl_unimplemented, "sum post-op only on reference loops");
+  }
   PrimitivePlan plan = assemble_conv_plan<convolution_forward>(ctx, g, pd, plain_desc(w_dims), m,
                                                                 {bg.x_dims, bg.y_dims, x_md, y_md});
-  if (residual >= 0) {
+  if (residual >= 0 && residual_as == ResidualAs::kSum) {
+    // The sum accumulates into dst, so dst must be Y itself, not a temporary in another layout.
+    if (plan.dst_reorder) throw dnnl::error(dnnl_unimplemented, "sum post-op with a dst reorder");
+    plan.accumulate_input = 3;
+  } else if (residual >= 0) {
     plan.bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3,
                              bg.y_dims, y_md, {}});
   }
   return plan;
+}
+
+// The residual add as a sum post-op where oneDNN runs it without falling back to reference
+// loops (and Y is R's buffer when R dies here), else as a binary post-op.
+PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const BlockedConvGeometry& bg,
+                                      const std::vector<PostOp>& epilogue) {
+  auto with_sum = try_dnnl<PrimitivePlan>([&] { return build_blocked_conv_plan(ctx, bg, epilogue, ResidualAs::kSum); });
+  if (with_sum) return *with_sum;
+  return build_blocked_conv_plan(ctx, bg, epilogue, ResidualAs::kBinary);
 }
 
 // The epilogue's leading post-ops that run inside the primitive; the rest run after it as our

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 
 
@@ -164,6 +165,13 @@ Status OneDnnKernel::run(std::span<const Tensor* const> inputs,
   };
   if (outputs.empty()) return Status::internal_error(str_cat(node_.describe(), ": no output"));
   OPFUSE_TRY(check(outputs[0], plan_.dst_dims, "output", 0));
+  if (plan_.accumulate_input >= 0) {
+    const size_t i = static_cast<size_t>(plan_.accumulate_input);
+    OPFUSE_TRY(check(i < inputs.size() ? inputs[i] : nullptr, plan_.dst_dims, "input", i));
+    if (inputs[i]->raw_data() != outputs[0]->raw_data()) {
+      std::memcpy(outputs[0]->raw_data(), inputs[i]->raw_data(), inputs[i]->nbytes());
+    }
+  }
   std::unordered_map<int, dnnl::memory> args;
   for (const Binding& b : plan_.bindings) {
     if (b.input < 0) {

@@ -96,6 +96,10 @@ struct PrimitivePlan {
   std::optional<InternalReorder> src_reorder, dst_reorder;
   // Set when the DNNL_ARG_WEIGHTS binding is scaled per input channel each run.
   std::optional<WeightScale> weight_scale;
+  // The node input a sum post-op accumulates (a residual laid out as dst_md), or -1. It must be
+  // in output 0 when the primitive starts: the kernel copies it there unless the memory plan
+  // gave both one buffer (Kernel::in_place_input). Never set together with dst_reorder.
+  int accumulate_input = -1;
 };
 
 // The Kernel of every oneDNN op. Shared state (primitive, packed weights) is read-only after
@@ -108,6 +112,7 @@ class OneDnnKernel final : public Kernel {
   Status run(std::span<const Tensor* const> inputs,
              std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return name_; }
+  int in_place_input() const override { return plan_.accumulate_input; }
   // The primitive's implementation ("brgconv:avx512_core"), for tests and profiles.
   std::string impl_info() const;
 

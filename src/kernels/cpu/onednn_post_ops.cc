@@ -5,7 +5,7 @@
 namespace opfuse::onednn {
 
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
-                                            int& residual_index) {
+                                            int& residual_index, ResidualAs as) {
   dnnl::post_ops out;
   residual_index = -1;
   for (const PostOp& op : ops) {
@@ -31,7 +31,11 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
       case DnnlPostOp::kBinaryAdd:
         if (residual_index >= 0) return std::nullopt;
         residual_index = out.len();
-        out.append_binary(A::binary_add, y_md);
+        if (as == ResidualAs::kSum) {
+          out.append_sum(1.0f);
+        } else {
+          out.append_binary(A::binary_add, y_md);
+        }
         continue;
       case DnnlPostOp::kNone: return std::nullopt;
     }
