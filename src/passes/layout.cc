@@ -30,21 +30,22 @@
 // Padded lanes (C not a multiple of 16) hold arbitrary finite values; ops that could turn them
 // into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
 // Layouts: nChw16c (block 16, one AVX-512 vector) or channels-last nhwc (block 0: f32
-// [N, 1, H, W, C], where oneDNN picks its brgconv kernels), chosen per conv by measurement
-// when FusionConfig::measure_layouts asks (off by default: it showed no end-to-end gain, and
-// without it every conv is nChw16c, deterministically). nChw8c runs oneDNN 2.6's AVX2 kernels
-// on this AVX-512 machine, 1.5-4x slower (docs/benchmarks.md), so it is not a candidate.
-// Per conv, nhwc brgconv is 15-20% faster on ResNet-50's 3x3 convs at 56x56 and 28x28, while
-// nChw16c wins on 1x1 convs with a residual sum and on the 7x7 stem. The choice:
+// [N, 1, H, W, C], where oneDNN picks its brgconv kernels), chosen per conv. nChw8c runs oneDNN
+// 2.6's AVX2 kernels on AVX-512 machines, 1.5-4x slower (docs/benchmarks.md), so it is not a
+// candidate. Per conv, nhwc brgconv is 13-28% faster on ResNet-50's dense 3x3 convs, 1x1 and
+// depthwise convs have no consistent winner, and only nChw16c lets a Concat on channels run in
+// place. The choice:
 //  1. a dry run of the walk below, on nChw16c and without touching the graph, records which
 //     nodes would run blocked and which blocked tensors each reads (their producer, if blocked);
-//  2. each conv is timed in both layouts (layout_measure.h: the BlockedConv kernel graph mode
-//     would create, on its exact shapes, attributes and post-ops; cached per signature), and each
-//     tensor's reorder nChw16c <-> nhwc is timed;
+//  2. each conv's cost in both layouts and each tensor's reorder nChw16c <-> nhwc are estimated
+//     from the shapes (layout_measure.h: EstimatingLayoutTimer, deterministic), or, when
+//     FusionConfig::measure_layouts asks, timed (the BlockedConv kernel graph mode would create,
+//     on its exact shapes, attributes and post-ops; cached per signature);
 //  3. layout_choice.h picks the labelling minimising conv time plus one reorder per tensor
 //     whose producer and readers disagree, exactly (a minimum cut: greedy walks along the chain
 //     cannot see that one switched conv pays two reorders, nor ResNet's residual tensors that
-//     are read by two convs far apart); ops other than convs count as layout-independent;
+//     are read by two convs far apart); a Concat on nhwc pays a copy of its output; other ops
+//     count as layout-independent;
 //  4. the walk runs for real with each conv's layout; other ops take the layout they were
 //     labelled with, reading operands of another layout through opfuse::Reblock.
 #include <algorithm>
@@ -66,7 +67,7 @@ namespace opfuse {
 namespace {
 
 constexpr std::string_view kPass = "layout";
-// Without measure_layouts every conv runs in this layout (deterministic compiles).
+// The layout of the dry run, and of blocked nodes the choice does not name.
 // nChw16c (16) or channels-last (0); see the note on layouts above.
 constexpr int64_t kDefaultBlock = 16;
 // A conv reading at most this many plain channels takes them plain (oneDNN's first-conv kernel).
@@ -543,8 +544,8 @@ std::string fmt_ms(double ms) {
 }
 
 // Steps 2 and 3 of the note at the top: each conv's layout and the measurement behind it.
-void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::string, int64_t>& choice,
-                    std::map<std::string, std::string>& why) {
+void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, const char* basis,
+                    std::map<std::string, int64_t>& choice, std::map<std::string, std::string>& why) {
   constexpr double kUnavailable = 1e9;  // a layout without a fast kernel is never chosen
   constexpr double kNoiseMargin = 0.05;
   LayoutProblem problem;
@@ -564,6 +565,10 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::
       cost = {blocked < 0 ? kUnavailable : blocked,
               nhwc < 0 ? kUnavailable : nhwc * (1 + kNoiseMargin) + image_reorder[i]};
       if (blocked < 0 && nhwc < 0) cost = {0, kUnavailable};
+    } else if (item.node->op_type() == "Concat") {
+      // On nChw16c a Concat of whole channel blocks runs no kernel (its inputs are written in
+      // place, runtime/compiled_plan.cc); on nhwc channels are innermost, so it copies them.
+      cost = {0, std::max(0.0, timer.reorder_ms(*known_dims(item.node->output(0))))};
     }
     problem.cost.push_back(cost);
   }
@@ -586,7 +591,7 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, std::map<std::
     const double flipped = total_cost(problem, labels) - best;
     labels[i] ^= 1;
     auto show = [&](double ms) { return ms < 0 ? std::string("no fast kernel") : fmt_ms(ms); };
-    std::string text = str_cat("measured nChw16c ", show(conv_ms[i][0]), ", nhwc ", show(conv_ms[i][1]));
+    std::string text = str_cat(basis, " nChw16c ", show(conv_ms[i][0]), ", nhwc ", show(conv_ms[i][1]));
     if (image_reorder[i] > 0) text += str_cat(" + image reorder ", fmt_ms(image_reorder[i]));
     if (flipped < kUnavailable / 2) {
       text += str_cat("; ", labels[i] == 1 ? "nChw16c" : "nhwc", " would cost ", fmt_ms(flipped), " more with reorders");
@@ -601,18 +606,18 @@ Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
   if (!context.fusion.rule_enabled(kPass)) return false;
   std::map<std::string, int64_t> choice;
   std::map<std::string, std::string> why;
-  if (context.fusion.measure_layouts) {
-    LayoutStructure structure;
-    PassContext scratch;  // the dry run's refusals are recorded by the real run
-    scratch.fusion = context.fusion;
-    OPFUSE_TRY(LayoutPass(graph, scratch, {}, {}, &structure).run().status());
-    bool any_conv = false;
-    for (const auto& item : structure.items) any_conv |= item.conv;
-    if (any_conv) {
-      MeasuringLayoutTimer measuring;
-      LayoutTimer* timer = injected_layout_timer();
-      choose_layouts(structure, timer != nullptr ? *timer : measuring, choice, why);
-    }
+  LayoutStructure structure;
+  PassContext scratch;  // the dry run's refusals are recorded by the real run
+  scratch.fusion = context.fusion;
+  OPFUSE_TRY(LayoutPass(graph, scratch, {}, {}, &structure).run().status());
+  bool any_conv = false;
+  for (const auto& item : structure.items) any_conv |= item.conv;
+  if (any_conv) {
+    MeasuringLayoutTimer measuring;
+    EstimatingLayoutTimer estimating;
+    LayoutTimer* timer = injected_layout_timer();
+    if (timer == nullptr) timer = context.fusion.measure_layouts ? static_cast<LayoutTimer*>(&measuring) : &estimating;
+    choose_layouts(structure, *timer, timer == &estimating ? "estimated" : "measured", choice, why);
   }
   return LayoutPass(graph, context, std::move(choice), std::move(why), nullptr).run();
 }

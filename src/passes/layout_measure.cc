@@ -9,6 +9,7 @@
 
 #include "kernels/kernel.h"
 #include "ops/fused.h"
+#include "ops/op_def.h"
 #include "passes/pass_util.h"
 
 namespace opfuse {
@@ -142,6 +143,41 @@ double MeasuringLayoutTimer::reorder_ms(const std::vector<int64_t>& dims) {
   }
   cache_[key] = ms;
   return ms;
+}
+
+namespace {
+constexpr double kFlopsPerMs = 3e8;         // ~300 GFLOP/s: oneDNN's convs on 2 cores
+constexpr double kBlockedWindowFactor = 1.25;
+constexpr double kReorderBytesPerMs = 2.5e7;  // ~25 GB/s read + write
+constexpr double kReorderOverheadMs = 0.01;
+}  // namespace
+
+double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_plain) {
+  const auto x = known_dims(conv.input(0));
+  const auto y = known_dims(conv.output(0));
+  const auto w = known_dims(conv.input(1));
+  if (!x || !y || !w || x->size() != 4 || y->size() != 4 || w->size() != 4) return -1;
+  const AttrReader attrs(conv);
+  const bool grouped = attrs.has("group") && attrs.get_int("group") != 1;
+  const bool dense_window = !grouped && ((*w)[2] > 1 || (*w)[3] > 1);
+  bool dilated = false;
+  if (attrs.has("dilations")) {
+    for (int64_t d : attrs.get_ints("dilations")) dilated |= d > 1;
+  }
+  double flops = 2.0;
+  for (int64_t d : *y) flops *= static_cast<double>(d);
+  for (size_t i = 1; i < 4; ++i) flops *= static_cast<double>((*w)[i]);
+  double ms = flops / kFlopsPerMs;
+  // A first conv reading the plain image on nChw16c runs oneDNN's dedicated kernel for it.
+  if (block == 16 && dense_window && !x_plain) ms *= kBlockedWindowFactor;
+  if (block == 16 && dense_window && dilated) ms += reorder_ms(*x) + reorder_ms(*y);
+  return ms;
+}
+
+double EstimatingLayoutTimer::reorder_ms(const std::vector<int64_t>& dims) {
+  double bytes = 2.0 * sizeof(float);
+  for (int64_t d : dims) bytes *= static_cast<double>(d);
+  return kReorderOverheadMs + bytes / kReorderBytesPerMs;
 }
 
 ScopedLayoutTimer::ScopedLayoutTimer(LayoutTimer* timer) : previous_(g_injected.exchange(timer)) {}

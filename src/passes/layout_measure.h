@@ -1,7 +1,7 @@
-// Compile-time timings the O3 layout pass chooses by (passes/layout.cc): a conv as the
-// BlockedConv kernel graph mode would run, in each candidate layout, and a reorder between
-// layouts. Measuring makes compilation nondeterministic, so it runs only when
-// FusionConfig::measure_layouts asks for it; otherwise every conv is on nChw16c.
+// The costs the O3 layout pass chooses by (passes/layout.cc): a conv as the BlockedConv kernel
+// graph mode would run, in each candidate layout, and a reorder between layouts. By default
+// they are estimated from the shapes (deterministic compiles); FusionConfig::measure_layouts
+// times the real kernels instead (nondeterministic: the choice follows the timings).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,20 @@ class LayoutTimer {
   // Milliseconds of one reorder of an f32 activation of logical dims [N, C, H, W] between
   // nChw16c and nhwc.
   virtual double reorder_ms(const std::vector<int64_t>& dims) = 0;
+};
+
+// Estimates from the shapes alone, the same on every compile. A conv costs its FLOPs at one
+// rate, except that a dense conv with a window larger than 1x1 costs kBlockedWindowFactor more
+// on nChw16c (oneDNN 2.6's jit kernels) than on nhwc (its brgconv kernels): ResNet-50's 3x3
+// convs ran 13-28% faster on nhwc on both machines this project was measured on (an Intel Xeon
+// and an AMD EPYC; docs/benchmarks.md). 1x1 and depthwise convs had no consistent winner, so
+// they cost the same in both layouts and the reorders around them decide. A dilated dense conv
+// has only reference loops on nChw16c, where the kernel reorders to oneDNN's layout and back.
+// A reorder costs a fixed overhead plus its bytes read and written at a copy bandwidth.
+class EstimatingLayoutTimer : public LayoutTimer {
+ public:
+  double conv_ms(const Node& conv, int64_t block, bool x_plain) override;
+  double reorder_ms(const std::vector<int64_t>& dims) override;
 };
 
 // Times oneDNN kernels on zero-filled tensors: one warm-up run, then the median of a few runs

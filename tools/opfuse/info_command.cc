@@ -15,6 +15,7 @@ struct InfoArgs {
   std::string level;  // empty: the model as imported only
   std::vector<std::string> dims;
   bool steps = false;
+  bool measure_layouts = false;
   LimitFlags limits;
 };
 
@@ -24,6 +25,7 @@ Status print_compiled(const InfoArgs& args, const ModelSummary& summary) {
   SessionFlags flags;
   flags.level = args.level;
   flags.limits = args.limits;
+  flags.measure_layouts = args.measure_layouts;
   OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(args.model, flags));
   InputFlags input_flags;
   input_flags.random = true;
@@ -44,9 +46,10 @@ Status print_compiled(const InfoArgs& args, const ModelSummary& summary) {
     std::printf("  %-16s applied %d, refused %d\n", pass.c_str(), counts.first, counts.second);
   }
   for (const auto& [reason, count] : reasons) std::printf("    refused %dx (%s)\n", count, reason.c_str());
-  // O3: each conv's measured layout choice (passes/layout.cc), with the timings behind it.
+  // O3: each conv's layout choice (passes/layout.cc), with the estimates or timings behind it.
   for (const PassDecision& d : plan->pass_decisions()) {
-    if (d.pass == "layout" && d.applied && d.what.find("(measured") != std::string::npos) {
+    const bool costed = d.what.find("(measured") != std::string::npos || d.what.find("(estimated") != std::string::npos;
+    if (d.pass == "layout" && d.applied && costed) {
       std::printf("    %s\n", d.what.c_str());
     }
   }
@@ -72,6 +75,8 @@ Action add_info_command(CLI::App& app) {
   cmd->add_option("--dim", args->dims, "SYMBOL=N: size of a symbolic dim when compiling (default 1)");
   add_limit_flags(cmd, args->limits);
   cmd->add_flag("--steps", args->steps, "with --level: list every step and the kernel chosen for it");
+  cmd->add_flag("--measure-layouts", args->measure_layouts,
+                "with --level O3: time each conv in nChw16c and nhwc and print the choice and timings");
   return [args]() -> Status {
     OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(args->model, args->limits));
     const ModelSummary summary = summarize(graph);
