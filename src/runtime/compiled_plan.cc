@@ -357,7 +357,17 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
 std::vector<std::string> CompiledPlan::describe_steps() const {
   std::vector<std::string> lines;
   for (const Step& step : steps_) {
-    lines.push_back(str_cat(step.node->describe(), " -> ", step.kernel->name()));
+    std::string in_place;
+    const Slot& out = slots_[step.outputs[0]];
+    for (size_t j = 0; j < step.inputs.size() && in_place.empty(); ++j) {
+      if (step.inputs[j] < 0) continue;
+      const Slot& in = slots_[step.inputs[j]];
+      if (in.kind == SlotKind::kArena && out.kind == SlotKind::kArena && in.index == out.index &&
+          in.byte_offset == out.byte_offset) {
+        in_place = str_cat(" (in place over input ", j, ")");
+      }
+    }
+    lines.push_back(str_cat(step.node->describe(), in_place, " -> ", step.kernel->name()));
   }
   return lines;
 }

@@ -50,7 +50,8 @@ class CompiledPlan {
   int64_t arena_bytes() const { return memory_.arena_bytes; }
   // Bytes of all intermediates if each had its own allocation (what eager mode allocates).
   int64_t intermediate_bytes() const { return memory_.total_bytes; }
-  // "Conv 'conv1' -> onednn.conv" lines, in execution order.
+  // "Conv 'conv1' -> onednn.conv" lines, in execution order; a step writing its output over an
+  // input's buffer says so: "... (in place over input 3) -> ...".
   std::vector<std::string> describe_steps() const;
   // What the passes that produced this plan's graph decided (folds applied, refusals and why).
   const std::vector<PassDecision>& pass_decisions() const { return decisions_; }
