@@ -93,6 +93,7 @@ FusionReport make_fusion_report(const FusionAnalysis& a) {
     FusionReport::Kernel& k = by_root[root];
     if (!d.result.empty()) k.node = d.result;  // the latest decision's result does the work
     k.bytes_saved += d.bytes_saved;
+    if (d.pass == "layout") k.layout = d.what;
     rules_of[root].insert(d.rule.empty() ? d.pass : d.rule);
     members_of[root].insert(d.members.begin(), d.members.end());
   }
@@ -165,6 +166,7 @@ std::string format_fusion_report(const FusionReport& r) {
     line(str_cat("  ", k.node.empty() ? std::string("(folded away)") : k.node, "  ", k.kind, "  [",
                  join(k.rules, ", "), "]  saves ~", format_bytes(k.bytes_saved)));
     for (size_t i = 0; i < k.members.size(); ++i) line(str_cat("      ", k.member_ops[i], " '", k.members[i], "'"));
+    if (!k.layout.empty()) line(str_cat("      layout: ", k.layout));
   }
 
   line(str_cat("\nrefused candidates (", r.refused.size(), ")"));
@@ -208,8 +210,10 @@ std::string fusion_report_json(const FusionReport& r) {
   }
   j["kernels"] = json::array();
   for (const auto& k : r.kernels) {
-    j["kernels"].push_back({{"node", k.node}, {"kind", k.kind}, {"rules", k.rules}, {"members", k.members},
-                            {"member_ops", k.member_ops}, {"bytes_saved", k.bytes_saved}});
+    json kernel = {{"node", k.node}, {"kind", k.kind}, {"rules", k.rules}, {"members", k.members},
+                   {"member_ops", k.member_ops}, {"bytes_saved", k.bytes_saved}};
+    if (!k.layout.empty()) kernel["layout"] = k.layout;
+    j["kernels"].push_back(std::move(kernel));
   }
   j["refused"] = json::array();
   for (const auto& f : r.refused) {

@@ -87,6 +87,19 @@ TEST(FusionReport, JsonHasEverySection) {
   EXPECT_TRUE(j["refused"].empty());
 }
 
+TEST(FusionReport, O3SaysEachConvsLayoutAndWhy) {
+  const FusionReport r = report_for({}, OptLevel::kO3);
+  ASSERT_EQ(r.kernels.size(), 2u);
+  for (const auto& k : r.kernels) {
+    EXPECT_NE(k.layout.find("'" + k.node + "' on nChw16c (estimated nChw16c "), std::string::npos) << k.layout;
+  }
+  EXPECT_NE(format_fusion_report(r).find("      layout: FusedConv '/head/conv/Conv' on nChw16c"), std::string::npos);
+  EXPECT_TRUE(report_for({}).kernels[0].layout.empty());  // O2 has no layout pass
+  const auto j = nlohmann::json::parse(fusion_report_json(r));
+  EXPECT_EQ(j["kernels"][0]["layout"], r.kernels[0].layout);
+  EXPECT_FALSE(nlohmann::json::parse(fusion_report_json(report_for({})))["kernels"][0].contains("layout"));
+}
+
 TEST(FusionReport, O1FoldsOnly) {
   const FusionReport r = report_for({}, OptLevel::kO1);
   ASSERT_EQ(r.rules.size(), 1u);
