@@ -1,5 +1,6 @@
 // The O3 layout choice: the exact solver (passes/layout_choice.h) against brute force and
-// hand-worked cases, and the layout pass with injected conv and reorder timings.
+// hand-worked cases, the layout pass with injected conv and reorder timings, and with the
+// default estimates (EstimatingLayoutTimer).
 #include "passes/layout_choice.h"
 
 #include <gtest/gtest.h>
@@ -191,6 +192,96 @@ TEST(LayoutChoicePassTest, MixedLayoutsComputeWhatEagerComputes) {
   ASSERT_EQ(e.dims(), a.dims());
   const auto ev = e.to_float_vector(), av = a.to_float_vector();
   for (size_t i = 0; i < ev.size(); ++i) ASSERT_NEAR(av[i], ev[i], 1e-3 * (1 + std::fabs(ev[i]))) << i;
+}
+
+// ---------------------------------------------------------------- the default estimates
+
+// Layouts of `text`'s convs after the layout pass with the default, estimated costs.
+std::map<std::string, int64_t> estimated_layouts(const std::string& text) {
+  auto g = parse_graph(text);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  PipelineOptions options;
+  options.verify_after_each = true;
+  options.passes = std::vector<std::string>{"layout", "dce"};
+  PassContext ctx;
+  EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
+  std::map<std::string, int64_t> out;
+  for (const Node* n : g->nodes()) {
+    if (n->op_type() == "BlockedConv") out[n->name()] = std::get<int64_t>(n->attrs.at("block"));
+  }
+  for (const PassDecision& d : ctx.decisions) {
+    if (d.pass == "layout" && d.applied && d.what.rfind("Conv '", 0) == 0) {
+      EXPECT_NE(d.what.find("(estimated nChw16c "), std::string::npos) << d.what;
+    }
+  }
+  return out;
+}
+
+// A 3x3 conv on 64 channels at 28x28 (231 MFLOP) and a 1x1 conv after it.
+constexpr const char* kDenseThenPointwise = R"(graph @main opset 13 (%x: f32[1,64,28,28]) {
+  %w1: f32[64,64,3,3] = const splat 0.01
+  %w2: f32[64,64,1,1] = const splat 0.02
+  %c1: f32[1,64,28,28] = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #dense
+  %r1: f32[1,64,28,28] = Relu(%c1) #relu
+  %c2: f32[1,64,28,28] = Conv(%r1, %w2) {kernel_shape = [1, 1]} #pointwise
+  return %c2
+}
+)";
+
+TEST(LayoutEstimateTest, DenseWindowConvRunsNhwcAndThePointwiseConvFollowsIt) {
+  // The 3x3 conv is estimated 1.25x slower on nChw16c; the 1x1 conv costs the same in both, so
+  // it follows rather than pay a reorder.
+  EXPECT_EQ(estimated_layouts(kDenseThenPointwise),
+            (std::map<std::string, int64_t>{{"dense", 0}, {"pointwise", 0}}));
+}
+
+constexpr const char* kDepthwiseThenPointwise = R"(graph @main opset 13 (%x: f32[1,64,28,28]) {
+  %w1: f32[64,1,3,3] = const splat 0.1
+  %w2: f32[64,64,1,1] = const splat 0.02
+  %c1: f32[1,64,28,28] = Conv(%x, %w1) {group = 64, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #depthwise
+  %r1: f32[1,64,28,28] = Relu(%c1) #relu
+  %c2: f32[1,64,28,28] = Conv(%r1, %w2) {kernel_shape = [1, 1]} #pointwise
+  return %c2
+}
+)";
+
+TEST(LayoutEstimateTest, DepthwiseAndPointwiseConvsStayOnNchw16c) {
+  EXPECT_EQ(estimated_layouts(kDepthwiseThenPointwise),
+            (std::map<std::string, int64_t>{{"depthwise", 16}, {"pointwise", 16}}));
+}
+
+// Two 3x3 branches concatenated on channels: nhwc would make each conv faster, but the Concat
+// would then copy (on nChw16c it runs in place), and on these small maps the copy costs more.
+constexpr const char* kBranchesIntoConcat = R"(graph @main opset 13 (%x: f32[1,32,8,8]) {
+  %w1: f32[32,32,3,3] = const splat 0.01
+  %w2: f32[32,32,3,3] = const splat 0.02
+  %w3: f32[16,64,1,1] = const splat 0.03
+  %a: f32[1,32,8,8] = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #left
+  %b: f32[1,32,8,8] = Conv(%x, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #right
+  %c: f32[1,64,8,8] = Concat(%a, %b) {axis = 1} #cat
+  %y: f32[1,16,8,8] = Conv(%c, %w3) {kernel_shape = [1, 1]} #mix
+  return %y
+}
+)";
+
+TEST(LayoutEstimateTest, ConcatOnChannelsKeepsItsBranchesOnNchw16c) {
+  EXPECT_EQ(estimated_layouts(kBranchesIntoConcat),
+            (std::map<std::string, int64_t>{{"left", 16}, {"right", 16}, {"mix", 16}}));
+}
+
+TEST(LayoutEstimateTest, EstimatesFollowTheRules) {
+  auto g = parse_graph(kDenseThenPointwise);
+  ASSERT_TRUE(g.is_ok());
+  EstimatingLayoutTimer t;
+  const Node* dense = g->find_node("dense");
+  const Node* pointwise = g->find_node("pointwise");
+  ASSERT_NE(dense, nullptr);
+  ASSERT_NE(pointwise, nullptr);
+  EXPECT_NEAR(t.conv_ms(*dense, 16, false), 1.25 * t.conv_ms(*dense, 0, false), 1e-12);
+  EXPECT_EQ(t.conv_ms(*dense, 16, true), t.conv_ms(*dense, 0, false));  // a first conv reading the image
+  EXPECT_EQ(t.conv_ms(*pointwise, 16, false), t.conv_ms(*pointwise, 0, false));
+  EXPECT_NEAR(t.conv_ms(*pointwise, 0, false), 2.0 * 64 * 64 * 28 * 28 / 3e8, 1e-12);
+  EXPECT_LT(t.reorder_ms({1, 64, 28, 28}), t.reorder_ms({1, 64, 56, 56}));
 }
 
 }  // namespace
