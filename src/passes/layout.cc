@@ -543,7 +543,8 @@ std::string fmt_ms(double ms) {
   return buf;
 }
 
-// Steps 2 and 3 of the note at the top: each conv's layout and the measurement behind it.
+// Steps 2 and 3 of the note at the top: each conv's layout and the estimate or measurement behind
+// it (`basis` says which).
 void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, const char* basis,
                     std::map<std::string, int64_t>& choice, std::map<std::string, std::string>& why) {
   constexpr double kUnavailable = 1e9;  // a layout without a fast kernel is never chosen
