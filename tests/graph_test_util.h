@@ -1,11 +1,21 @@
-// Test inputs for whole graphs: what every "compile it, run it, compare with eager mode" test
-// feeds. Eager mode itself is runtime/eager.h's run_eager (the reference kernels, op by op).
+// Whole-graph test helpers: the inputs every "compile it, run it, compare with eager mode" test
+// feeds, and that test itself for a graph in text IR. Eager mode is runtime/eager.h's run_eager
+// (the reference kernels, op by op).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/random.h"
 #include "ir/graph.h"
+#include "ir/text_format.h"
+#include "runtime/compare.h"
+#include "runtime/compiled_plan.h"
+#include "runtime/eager.h"
 #include "runtime/session.h"
 
 namespace opfuse::testing_graphs {
@@ -21,6 +31,41 @@ inline TensorMap random_inputs(const Graph& g, uint64_t first_seed, float lo = -
     Random rng(seed++);
     fill_uniform(t, rng, lo, hi);
     out[v->name()] = std::move(t);
+  }
+  return out;
+}
+
+// What compiling a graph at a level and running it did.
+struct CompiledRun {
+  std::vector<std::string> steps;  // CompiledPlan::describe_steps
+  double diff = 1e9;               // max relative difference to eager mode over the runs
+};
+
+// Parses `text`, compiles it at `level` and runs it twice on random_inputs(seed) (the second run
+// reuses the arena, which still holds the first run's values), comparing each run with eager
+// mode. Failures are reported as test failures; the outcome then stays at its defaults.
+inline CompiledRun compile_and_compare(const std::string& text, OptLevel level, uint64_t seed = 11) {
+  auto g = parse_graph(text);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  if (!g.is_ok()) return {};
+  const TensorMap inputs = random_inputs(*g, seed);
+  auto want = run_eager(*g, inputs);
+  EXPECT_TRUE(want.is_ok()) << want.status().message();
+  SessionOptions options;
+  options.level = level;
+  auto session = Session::create(std::move(*g), options);
+  EXPECT_TRUE(session.is_ok()) << session.status().message();
+  if (!session.is_ok() || !want.is_ok()) return {};
+  auto plan = session->plan_for(inputs);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().message();
+  if (!plan.is_ok()) return {};
+  CompiledRun out;
+  out.steps = (*plan)->describe_steps();
+  for (int run = 0; run < 2; ++run) {
+    auto got = session->run(inputs);
+    EXPECT_TRUE(got.is_ok()) << got.status().message();
+    if (!got.is_ok()) return {};
+    out.diff = std::max(run == 0 ? 0.0 : out.diff, max_relative_difference(*got, *want));
   }
   return out;
 }

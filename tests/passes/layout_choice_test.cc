@@ -217,37 +217,29 @@ std::map<std::string, int64_t> estimated_layouts(const std::string& text) {
   return out;
 }
 
-// A 3x3 conv on 64 channels at 28x28 (231 MFLOP) and a 1x1 conv after it.
-constexpr const char* kDenseThenPointwise = R"(graph @main opset 13 (%x: f32[1,64,28,28]) {
-  %w1: f32[64,64,3,3] = const splat 0.01
+// A 3x3 conv #window on 64 channels at 28x28 (`group` 1: dense, 231 MFLOP; 64: depthwise) and
+// a 1x1 conv #pointwise after it.
+std::string window_then_pointwise(int group) {
+  return str_cat(R"(graph @main opset 13 (%x: f32[1,64,28,28]) {
+  %w1: f32[64,)", 64 / group, R"(,3,3] = const splat 0.01
   %w2: f32[64,64,1,1] = const splat 0.02
-  %c1: f32[1,64,28,28] = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #dense
+  %c1: f32[1,64,28,28] = Conv(%x, %w1) {group = )", group, R"(, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #window
   %r1: f32[1,64,28,28] = Relu(%c1) #relu
   %c2: f32[1,64,28,28] = Conv(%r1, %w2) {kernel_shape = [1, 1]} #pointwise
   return %c2
+})");
 }
-)";
 
 TEST(LayoutEstimateTest, DenseWindowConvRunsNhwcAndThePointwiseConvFollowsIt) {
   // The 3x3 conv is estimated 1.25x slower on nChw16c; the 1x1 conv costs the same in both, so
   // it follows rather than pay a reorder.
-  EXPECT_EQ(estimated_layouts(kDenseThenPointwise),
-            (std::map<std::string, int64_t>{{"dense", 0}, {"pointwise", 0}}));
+  EXPECT_EQ(estimated_layouts(window_then_pointwise(1)),
+            (std::map<std::string, int64_t>{{"window", 0}, {"pointwise", 0}}));
 }
-
-constexpr const char* kDepthwiseThenPointwise = R"(graph @main opset 13 (%x: f32[1,64,28,28]) {
-  %w1: f32[64,1,3,3] = const splat 0.1
-  %w2: f32[64,64,1,1] = const splat 0.02
-  %c1: f32[1,64,28,28] = Conv(%x, %w1) {group = 64, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #depthwise
-  %r1: f32[1,64,28,28] = Relu(%c1) #relu
-  %c2: f32[1,64,28,28] = Conv(%r1, %w2) {kernel_shape = [1, 1]} #pointwise
-  return %c2
-}
-)";
 
 TEST(LayoutEstimateTest, DepthwiseAndPointwiseConvsStayOnNchw16c) {
-  EXPECT_EQ(estimated_layouts(kDepthwiseThenPointwise),
-            (std::map<std::string, int64_t>{{"depthwise", 16}, {"pointwise", 16}}));
+  EXPECT_EQ(estimated_layouts(window_then_pointwise(64)),
+            (std::map<std::string, int64_t>{{"window", 16}, {"pointwise", 16}}));
 }
 
 // Two 3x3 branches concatenated on channels: nhwc would make each conv faster, but the Concat
@@ -270,10 +262,10 @@ TEST(LayoutEstimateTest, ConcatOnChannelsKeepsItsBranchesOnNchw16c) {
 }
 
 TEST(LayoutEstimateTest, EstimatesFollowTheRules) {
-  auto g = parse_graph(kDenseThenPointwise);
+  auto g = parse_graph(window_then_pointwise(1));
   ASSERT_TRUE(g.is_ok());
   EstimatingLayoutTimer t;
-  const Node* dense = g->find_node("dense");
+  const Node* dense = g->find_node("window");
   const Node* pointwise = g->find_node("pointwise");
   ASSERT_NE(dense, nullptr);
   ASSERT_NE(pointwise, nullptr);

@@ -7,11 +7,6 @@
 #include <algorithm>
 
 #include "graph_test_util.h"
-#include "ir/text_format.h"
-#include "runtime/compare.h"
-#include "runtime/compiled_plan.h"
-#include "runtime/eager.h"
-#include "runtime/session.h"
 
 namespace opfuse {
 namespace {
@@ -22,31 +17,11 @@ struct Outcome {
 };
 
 Outcome compile_and_compare(const std::string& text, OptLevel level) {
-  auto g = parse_graph(text);
-  EXPECT_TRUE(g.is_ok()) << g.status().message();
-  if (!g.is_ok()) return {};
-  const TensorMap inputs = testing_graphs::random_inputs(*g, 11);
-  auto want = run_eager(*g, inputs);
-  EXPECT_TRUE(want.is_ok()) << want.status().message();
-  SessionOptions options;
-  options.level = level;
-  auto session = Session::create(std::move(*g), options);
-  EXPECT_TRUE(session.is_ok()) << session.status().message();
-  auto plan = session->plan_for(inputs);
-  EXPECT_TRUE(plan.is_ok()) << plan.status().message();
-  if (!plan.is_ok() || !want.is_ok()) return {};
-  Outcome out;
-  const std::vector<std::string> steps = (*plan)->describe_steps();
-  out.concat_steps = static_cast<int>(std::count_if(steps.begin(), steps.end(), [](const std::string& s) {
+  const testing_graphs::CompiledRun run = testing_graphs::compile_and_compare(text, level);
+  const auto concats = std::count_if(run.steps.begin(), run.steps.end(), [](const std::string& s) {
     return s.rfind("Concat ", 0) == 0;
-  }));
-  // Twice: the second run reuses the arena, whose slabs still hold the first run's values.
-  for (int run = 0; run < 2; ++run) {
-    auto got = session->run(inputs);
-    EXPECT_TRUE(got.is_ok()) << got.status().message();
-    if (got.is_ok()) out.diff = max_relative_difference(*got, *want);
-  }
-  return out;
+  });
+  return {run.steps.empty() ? -1 : static_cast<int>(concats), run.diff};
 }
 
 // YOLO's C3 shape: one branch convolves the other, and both are concatenated, then mixed.
