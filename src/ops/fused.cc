@@ -57,7 +57,7 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // The vocabulary. apply() follows the ONNX definition of the op it absorbs.
 const PostOpSpec kPostOps[] = {
-    {"relu", "Relu", 0, [](float x, const float*) { return x > 0 ? x : 0.0f; },
+    {"relu", "Relu", 0, [](float x, const float*) { return x < 0 ? 0.0f : x; },  // NaN stays NaN
      DnnlPostOp::kEltwiseRelu, zero, zero, no_params},
     {"leaky_relu", "LeakyRelu", 1, [](float x, const float* p) { return x >= 0 ? x : p[0] * x; },
      DnnlPostOp::kEltwiseRelu, p0, zero, alpha_param},
@@ -85,7 +85,10 @@ const PostOpSpec kPostOps[] = {
      },
      DnnlPostOp::kEltwiseGeluTanh, zero, zero, gelu_tanh_params},
     {"hardsigmoid", "HardSigmoid", 2,
-     [](float x, const float* p) { return std::max(0.0f, std::min(1.0f, p[0] * x + p[1])); },
+     [](float x, const float* p) {
+       const float y = p[0] * x + p[1];
+       return y < 0 ? 0.0f : y > 1 ? 1.0f : y;  // NaN stays NaN
+     },
      DnnlPostOp::kEltwiseHardsigmoid, p0, p1, hardsigmoid_params},
     // a * y + b: Mul/Div/Add/Sub by a scalar constant (patterns/epilogue.cc).
     {"linear", "", 2, [](float x, const float* p) { return p[0] * x + p[1]; },

@@ -29,7 +29,7 @@ using Kind = VectorPostOp::Kind;
 template <Kind K>
 HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
   const VF zero = hn::Zero(d), one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
-  if constexpr (K == Kind::kRelu) return hn::IfThenElse(hn::Gt(x, zero), x, zero);
+  if constexpr (K == Kind::kRelu) return hn::IfThenElse(hn::Lt(x, zero), zero, x);  // NaN stays NaN
   if constexpr (K == Kind::kLeakyRelu) return hn::IfThenElse(hn::Ge(x, zero), x, hn::Mul(hn::Set(d, op.a), x));
   if constexpr (K == Kind::kClip)  // NaN stays NaN, as in the reference
     return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
@@ -47,8 +47,10 @@ HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
                              hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
     return hn::Mul(hn::Mul(half, x), hn::Add(one, SafeTanh(d, inner)));
   }
-  if constexpr (K == Kind::kHardSigmoid)
-    return hn::Max(zero, hn::Min(one, hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b))));
+  if constexpr (K == Kind::kHardSigmoid) {
+    const auto y = hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));  // NaN stays NaN
+    return hn::IfThenElse(hn::Lt(y, zero), zero, hn::IfThenElse(hn::Gt(y, one), one, y));
+  }
   if constexpr (K == Kind::kLinear) return hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));
   if constexpr (K == Kind::kAdd) return hn::Add(x, r);
 }

@@ -64,22 +64,35 @@ Result<std::unique_ptr<Kernel>> deconv_create(const KernelCompileContext& ctx) {
 }
 
 // opfuse::FusedConvTranspose: the same primitive with the epilogue as post-ops, the residual
-// (input 3) as a binary add in the output's plain layout.
-std::optional<PrimitivePlan> fused_deconv_plan(const KernelCompileContext& ctx) {
+// (input 3) as a binary add in the output's plain layout; from the first post-op oneDNN would
+// not keep NaN through (onednn_post_ops.h), the rest runs as our own pass.
+struct FusedDeconvPlan {
+  PrimitivePlan deconv;
+  std::vector<PostOp> rest;
+};
+
+std::optional<FusedDeconvPlan> fused_deconv_plan(const KernelCompileContext& ctx) {
   if (ctx.node.domain() != kFusedDomain) return std::nullopt;
   const auto g = conv_geometry(ctx, true);
   auto epilogue = read_epilogue(ctx.node);
   if (!g || !epilogue.is_ok()) return std::nullopt;
   if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y) return std::nullopt;
+  const std::span<const PostOp> all(*epilogue);
+  const auto head = all.first(nan_keeping_post_ops(all));
+  std::vector<PostOp> rest(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
+  if (!hwy_cpu::vector_post_ops(rest)) return std::nullopt;
+  bool residual_in_rest = false;
+  for (const PostOp& op : rest) residual_in_rest |= op.spec->dnnl == DnnlPostOp::kBinaryAdd;
   int residual = -1;
-  const auto ops = make_post_ops(*epilogue, plain_desc(g->y), residual);
-  if (!ops || (residual >= 0) != ctx.node.has_input(3)) return std::nullopt;
+  const auto ops = make_post_ops(head, plain_desc(g->y), residual);
+  if (!ops || (residual >= 0 || residual_in_rest) != ctx.node.has_input(3)) return std::nullopt;
   auto plan = try_dnnl<PrimitivePlan>([&] { return build_deconv_plan(ctx, *g, *ops); });
-  if (plan && residual >= 0) {
+  if (!plan) return std::nullopt;
+  if (residual >= 0) {
     plan->bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3, g->y,
                               plain_desc(g->y), {}});
   }
-  return plan;
+  return FusedDeconvPlan{std::move(*plan), std::move(rest)};
 }
 
 bool fused_deconv_supports(const KernelCompileContext& ctx) { return fused_deconv_plan(ctx).has_value(); }
@@ -89,7 +102,9 @@ Result<std::unique_ptr<Kernel>> fused_deconv_create(const KernelCompileContext& 
   if (!plan) {
     return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.fused_conv_transpose node"));
   }
-  return make_kernel("onednn.fused_conv_transpose", ctx.node, [&] { return std::move(*plan); });
+  OPFUSE_ASSIGN_OR_RETURN(auto deconv, make_kernel("onednn.fused_conv_transpose", ctx.node,
+                                                    [&] { return std::move(plan->deconv); }));
+  return with_host_epilogue(ctx.node, std::move(deconv), plan->rest);
 }
 
 }  // namespace

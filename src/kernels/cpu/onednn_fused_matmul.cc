@@ -9,8 +9,9 @@ namespace {
 
 struct FusedMatmulPlan {
   MatmulSpec spec;
-  dnnl::post_ops post_ops;
+  dnnl::post_ops post_ops;  // the epilogue's head (onednn_post_ops.h: nan_keeping_post_ops)
   int residual_index = -1;
+  std::vector<PostOp> rest;  // run after the primitive by our own pass
 };
 
 std::optional<FusedMatmulPlan> describe(const KernelCompileContext& ctx, bool gemm) {
@@ -30,9 +31,15 @@ std::optional<FusedMatmulPlan> describe(const KernelCompileContext& ctx, bool ge
     spec->bias = MatmulOperand{2, *b, dims, row_major_strides(dims), data, 1.0f};
   }
   if (node.has_input(3) && static_f32_dims(node.input(3)) != spec->y_tensor_dims) return std::nullopt;
-  FusedMatmulPlan plan{std::move(*spec), {}, -1};
-  auto ops = make_post_ops(*epilogue, plain_desc(plan.spec.y_dims), plan.residual_index);
-  if (!ops || (plan.residual_index >= 0) != node.has_input(3)) return std::nullopt;
+  FusedMatmulPlan plan{std::move(*spec), {}, -1, {}};
+  const std::span<const PostOp> all(*epilogue);
+  const auto head = all.first(nan_keeping_post_ops(all));
+  plan.rest.assign(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
+  if (!hwy_cpu::vector_post_ops(plan.rest)) return std::nullopt;
+  bool residual_in_rest = false;
+  for (const PostOp& op : plan.rest) residual_in_rest |= op.spec->dnnl == DnnlPostOp::kBinaryAdd;
+  auto ops = make_post_ops(head, plain_desc(plan.spec.y_dims), plan.residual_index);
+  if (!ops || (plan.residual_index >= 0 || residual_in_rest) != node.has_input(3)) return std::nullopt;
   plan.post_ops = std::move(*ops);
   return plan;
 }
@@ -60,7 +67,8 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
   const auto p = describe(ctx, kGemm);
   const char* name = kGemm ? "onednn.fused_gemm" : "onednn.fused_matmul";
   if (!p) return Status::internal_error(str_cat(ctx.node.describe(), ": not an ", name, " node"));
-  return make_kernel(name, ctx.node, [&] { return build(*p); });
+  OPFUSE_ASSIGN_OR_RETURN(auto matmul, make_kernel(name, ctx.node, [&] { return build(*p); }));
+  return with_host_epilogue(ctx.node, std::move(matmul), p->rest);
 }
 
 }  // namespace

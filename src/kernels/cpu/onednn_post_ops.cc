@@ -44,13 +44,30 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
   return out;
 }
 
+bool onednn_keeps_nan(const PostOp& op) {
+  switch (op.spec->dnnl) {
+    case DnnlPostOp::kEltwiseRelu:  // with alpha != 0 (leaky) oneDNN blends alpha * x: NaN stays
+      return op.spec->dnnl_alpha(op.params.data()) != 0.0f;
+    case DnnlPostOp::kEltwiseClip:
+    case DnnlPostOp::kEltwiseHardsigmoid:  // linear, then clip
+      return false;
+    default:
+      return true;
+  }
+}
+
+size_t nan_keeping_post_ops(std::span<const PostOp> ops) {
+  size_t n = 0;
+  while (n < ops.size() && onednn_keeps_nan(ops[n])) ++n;
+  return n;
+}
+
 size_t cheap_conv_post_ops(std::span<const PostOp> ops) {
   size_t n = 0;
   while (n < ops.size()) {
     const DnnlPostOp kind = ops[n].spec->dnnl;
-    // relu and leaky_relu share kEltwiseRelu.
-    if (kind != DnnlPostOp::kEltwiseRelu && kind != DnnlPostOp::kEltwiseClip &&
-        kind != DnnlPostOp::kEltwiseLinear && kind != DnnlPostOp::kBinaryAdd) {
+    if (!onednn_keeps_nan(ops[n]) ||
+        (kind != DnnlPostOp::kEltwiseRelu && kind != DnnlPostOp::kEltwiseLinear && kind != DnnlPostOp::kBinaryAdd)) {
       break;
     }
     ++n;

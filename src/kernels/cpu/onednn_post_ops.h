@@ -26,9 +26,17 @@ enum class ResidualAs { kBinary, kSum };
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index, ResidualAs as = ResidualAs::kBinary);
 
-// How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost (relu,
-// leaky_relu, clip, linear and the residual add; the costs are in hwy_epilogue.h). The rest run
-// as our own pass over the output (HostEpilogueKernel).
+// Whether oneDNN's kernels keep ONNX's NaN semantics for `op`. Its relu with alpha 0 and its
+// clip are max/min instructions that return the bound for a NaN lane (relu(NaN) = 0), where
+// ONNX's Relu, Clip and HardSigmoid give NaN: a silently finite answer where the unfused graph
+// shows the problem. Those run in our own pass (hwy_epilogue.cc keeps NaN).
+bool onednn_keeps_nan(const PostOp& op);
+// How many leading post-ops oneDNN applies with ONNX's NaN semantics.
+size_t nan_keeping_post_ops(std::span<const PostOp> ops);
+
+// How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost and with
+// ONNX's NaN semantics (leaky_relu, linear and the residual add; the costs are in
+// hwy_epilogue.h). The rest run as our own pass over the output (HostEpilogueKernel).
 size_t cheap_conv_post_ops(std::span<const PostOp> ops);
 
 // An anchor's oneDNN kernel (with the leading post-ops of its epilogue) followed by the rest of
@@ -40,6 +48,7 @@ class HostEpilogueKernel final : public Kernel {
       : anchor_(std::move(anchor)), rest_(std::move(rest)) {}
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return anchor_->name(); }
+  std::string implementation() const override { return anchor_->implementation(); }
   int in_place_input() const override { return anchor_->in_place_input(); }
 
  private:

@@ -1,0 +1,123 @@
+// NaN, Inf and denormals through fused kernels: each epilogue that clamps (Relu, Clip,
+// HardSigmoid) keeps NaN as the unfused ops do, on every anchor (Conv, depthwise Conv, the O3
+// blocked conv, MatMul, Gemm, ConvTranspose) and at every level. oneDNN's relu and clip return
+// the bound for a NaN lane, so those post-ops run in our own pass (kernels/cpu/onednn_post_ops.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "graph_test_util.h"
+
+namespace opfuse {
+namespace {
+
+// Random inputs with specials sprinkled in: NaN, +Inf, -Inf and denormals, at scattered places.
+TensorMap inputs_with_specials(const Graph& g) {
+  TensorMap inputs = testing_graphs::random_inputs(g, 5);
+  for (auto& [name, t] : inputs) {
+    auto v = t.values<float>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i % 97 == 3) v[i] = std::numeric_limits<float>::quiet_NaN();
+      if (i % 131 == 7) v[i] = std::numeric_limits<float>::infinity();
+      if (i % 173 == 11) v[i] = -std::numeric_limits<float>::infinity();
+      if (i % 5 == 1) v[i] = 1e-40f * (i % 2 ? 1 : -1);  // denormal
+    }
+  }
+  return inputs;
+}
+
+// Compiles `text` at `level`, runs it on inputs with specials and compares with eager mode:
+// NaN must meet NaN (max_relative_difference is infinite otherwise). Returns the steps.
+std::vector<std::string> expect_matches_eager(const std::string& text, OptLevel level) {
+  auto g = parse_graph(text);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  if (!g.is_ok()) return {};
+  const TensorMap inputs = inputs_with_specials(*g);
+  auto want = run_eager(*g, inputs);
+  EXPECT_TRUE(want.is_ok()) << want.status().message();
+  size_t nans = 0;
+  for (const auto& [name, t] : *want) {
+    for (float v : t.to_float_vector()) nans += std::isnan(v);
+  }
+  EXPECT_GT(nans, 0u) << "the reference has no NaN, so the test could not fail";
+  SessionOptions options;
+  options.level = level;
+  auto session = Session::create(std::move(*g), options);
+  EXPECT_TRUE(session.is_ok()) << session.status().message();
+  if (!session.is_ok() || !want.is_ok()) return {};
+  auto got = session->run(inputs);
+  EXPECT_TRUE(got.is_ok()) << got.status().message();
+  if (!got.is_ok()) return {};
+  EXPECT_LE(max_relative_difference(*got, *want), 1e-4) << opt_level_name(level);
+  auto plan = session->plan_for(inputs);
+  return plan.is_ok() ? (*plan)->describe_steps() : std::vector<std::string>{};
+}
+
+class NonFiniteTest : public testing::TestWithParam<OptLevel> {};
+
+// Conv + Relu, Conv + Clip (ReLU6), depthwise Conv + HardSigmoid, and a residual Add + Relu.
+TEST_P(NonFiniteTest, ConvEpiloguesKeepNaN) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,16,12,12]) {
+  %w1: f32[32,16,3,3] = const splat 0.02
+  %w2: f32[32,1,3,3] = const splat 0.1
+  %w3: f32[32,32,1,1] = const splat 0.03
+  %lo: f32[] = const [0]
+  %hi: f32[] = const [6]
+  %c1: f32[1,32,12,12] = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv1
+  %r1: f32[1,32,12,12] = Relu(%c1) #relu1
+  %c2: f32[1,32,12,12] = Conv(%r1, %w2) {group = 32, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #dw
+  %r2: f32[1,32,12,12] = Clip(%c2, %lo, %hi) #relu6
+  %c3: f32[1,32,12,12] = Conv(%r2, %w3) {kernel_shape = [1, 1]} #pw
+  %s: f32[1,32,12,12] = Add(%c3, %r1) #add
+  %r3: f32[1,32,12,12] = Relu(%s) #relu3
+  %h: f32[1,32,12,12] = HardSigmoid(%r3) {alpha = 0.2, beta = 0.5} #hsig
+  return %r3, %h
+})";
+  const auto steps = expect_matches_eager(text, GetParam());
+  if (GetParam() >= OptLevel::kO2) {
+    // The activations really were fused into the convs (else this tests nothing fused).
+    size_t fused = 0;
+    for (const std::string& s : steps) fused += s.find("Conv") != std::string::npos && s.find("Relu") == std::string::npos;
+    EXPECT_GE(fused, 3u) << testing::PrintToString(steps);
+  }
+}
+
+// MatMul + bias + Relu, Gemm + Relu, and Clip after a MatMul.
+TEST_P(NonFiniteTest, MatMulAndGemmEpiloguesKeepNaN) {
+  const char* text = R"(graph @main opset 13 (%x: f32[8,64]) {
+  %w1: f32[64,48] = const splat 0.01
+  %b1: f32[48] = const splat 0.1
+  %w2: f32[32,48] = const splat 0.02
+  %b2: f32[32] = const splat -0.1
+  %lo: f32[] = const [-1]
+  %hi: f32[] = const [1]
+  %m: f32[8,48] = MatMul(%x, %w1) #mm
+  %a: f32[8,48] = Add(%m, %b1) #bias
+  %r: f32[8,48] = Relu(%a) #relu
+  %g: f32[8,32] = Gemm(%r, %w2, %b2) {transB = 1} #gemm
+  %y: f32[8,32] = Relu(%g) #relu2
+  %z: f32[8,32] = Clip(%y, %lo, %hi) #clip
+  return %z
+})";
+  expect_matches_eager(text, GetParam());
+}
+
+TEST_P(NonFiniteTest, ConvTransposeReluKeepsNaN) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,8,6,6]) {
+  %w: f32[8,4,3,3] = const splat 0.05
+  %c: f32[1,4,13,13] = ConvTranspose(%x, %w) {kernel_shape = [3, 3], strides = [2, 2]} #deconv
+  %y: f32[1,4,13,13] = Relu(%c) #relu
+  return %y
+})";
+  expect_matches_eager(text, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, NonFiniteTest,
+                         testing::Values(OptLevel::kO0, OptLevel::kO1, OptLevel::kO2, OptLevel::kO3),
+                         [](const testing::TestParamInfo<OptLevel>& info) {
+                           return std::string(opt_level_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace opfuse
