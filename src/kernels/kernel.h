@@ -24,6 +24,9 @@ class Kernel {
   virtual Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
   // The implementation's name, for profiles ("onednn.conv", "reference").
   virtual std::string_view name() const = 0;
+  // The library code it runs, when that is chosen by the library: oneDNN's implementation
+  // ("jit_1x1:avx2", "brgconv:avx512_core"). Empty for our own code.
+  virtual std::string implementation() const { return ""; }
   // The input whose buffer output 0 may share (the memory plan reuses it when that input dies
   // here and has output 0's size), or -1. Only kernels that read each element of that input
   // before writing the same element of the output may name one.

@@ -60,7 +60,7 @@ Result<Profile> profile_plan(const CompiledPlan& plan, const TensorMap& inputs, 
     const Node& node = plan.step_node(s);
     p.steps[s].node = node.name();
     p.steps[s].op = node.domain().empty() ? node.op_type() : str_cat(node.domain(), "::", node.op_type());
-    p.steps[s].kernel = std::string(plan.step_kernel_name(s));
+    p.steps[s].kernel = plan.step_kernel_label(s);
     p.steps[s].output_bytes = output_bytes(node);
   }
   std::vector<StepTiming> timings;

@@ -367,9 +367,15 @@ std::vector<std::string> CompiledPlan::describe_steps() const {
         in_place = str_cat(" (in place over input ", j, ")");
       }
     }
-    lines.push_back(str_cat(step.node->describe(), in_place, " -> ", step.kernel->name()));
+    lines.push_back(str_cat(step.node->describe(), in_place, " -> ", step_kernel_label(&step - steps_.data())));
   }
   return lines;
+}
+
+std::string CompiledPlan::step_kernel_label(size_t step) const {
+  const Kernel& kernel = *steps_[step].kernel;
+  const std::string impl = kernel.implementation();
+  return impl.empty() ? std::string(kernel.name()) : str_cat(kernel.name(), " [", impl, "]");
 }
 
 }  // namespace opfuse

@@ -44,6 +44,8 @@ class CompiledPlan {
   Result<TensorMap> run_timed(const TensorMap& inputs, std::vector<StepTiming>& timings) const;
   const Node& step_node(size_t step) const { return *steps_[step].node; }
   std::string_view step_kernel_name(size_t step) const { return steps_[step].kernel->name(); }
+  // The kernel and, when a library chose it, the library's implementation: "onednn.conv [jit:avx2]".
+  std::string step_kernel_label(size_t step) const;
 
   const Graph& graph() const { return *graph_; }
   size_t kernels_per_run() const { return steps_.size(); }

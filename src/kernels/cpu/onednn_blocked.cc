@@ -164,12 +164,9 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
   // 3x3 convs with dilation 12-36, DeepLabV3's ASPP, 1000x slower). Then let oneDNN pick the
   // layout and reorder around the primitive inside the kernel, as onednn.conv does on plain data.
   auto pd = make_pd(x_md, y_md);
-  if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) {
+  if (is_reference_impl(pd)) {
     auto any = try_dnnl<convolution_forward::primitive_desc>([&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
-    if (any && std::string(any->impl_info_str()).find("ref") == std::string::npos) pd = *any;
-  }
-  if (residual >= 0 && residual_as == ResidualAs::kSum && std::string(pd.impl_info_str()).find("ref") != std::string::npos) {
-    throw dnnl::error(dnnl_unimplemented, "sum post-op only on reference loops");
+    if (any && !is_reference_impl(*any)) pd = *any;
   }
   PrimitivePlan plan = assemble_conv_plan<convolution_forward>(ctx, g, pd, plain_desc(w_dims), m,
                                                                 {bg.x_dims, bg.y_dims, x_md, y_md});

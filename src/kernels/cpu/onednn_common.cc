@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "kernels/target_caps.h"
 
 namespace opfuse::onednn {
 namespace {
@@ -50,7 +51,10 @@ dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
 }  // namespace
 
 const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine engine = [] {
+    apply_target_caps();  // oneDNN takes its ISA cap only before it first dispatches
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 
@@ -141,6 +145,11 @@ Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& n
     return Status::internal_error(
         str_cat(node.describe(), ": oneDNN kernel ", name, " could not be created: ", e.what()));
   }
+}
+
+bool is_reference_impl(const dnnl::primitive_desc_base& pd) {
+  // "ref:any", "ref_int8:any", "gemm:ref" ...: every oneDNN reference implementation says so.
+  return std::string(pd.impl_info_str()).find("ref") != std::string::npos;
 }
 
 std::string OneDnnKernel::impl_info() const {

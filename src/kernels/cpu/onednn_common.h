@@ -108,11 +108,12 @@ struct PrimitivePlan {
 class OneDnnKernel final : public Kernel {
  public:
   OneDnnKernel(std::string_view name, const Node& node, PrimitivePlan plan)
-      : name_(name), node_(node), plan_(std::move(plan)) {}
+      : name_(name), node_(node), plan_(std::move(plan)), impl_(impl_info()) {}
   Status run(std::span<const Tensor* const> inputs,
              std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return name_; }
   int in_place_input() const override { return plan_.accumulate_input; }
+  std::string implementation() const override { return impl_; }
   // The primitive's implementation ("brgconv:avx512_core"), for tests and profiles.
   std::string impl_info() const;
 
@@ -120,11 +121,20 @@ class OneDnnKernel final : public Kernel {
   std::string_view name_;
   const Node& node_;
   PrimitivePlan plan_;
+  std::string impl_;  // impl_info(), read once
 };
 
-// Fills the plan's scratchpad descriptor and primitive from a primitive descriptor.
+// Whether oneDNN chose its reference loops (100-1500x slower than its jit kernels) for `pd`.
+bool is_reference_impl(const dnnl::primitive_desc_base& pd);
+
+// Fills the plan's scratchpad descriptor and primitive from a primitive descriptor. A reference
+// implementation is refused (a dnnl::error, so the kernel reports "not supported" and the
+// dispatch table moves on to another implementation): it is never run silently.
 template <typename Primitive>
 void set_primitive(PrimitivePlan& plan, const typename Primitive::primitive_desc& pd) {
+  if (is_reference_impl(pd)) {
+    throw dnnl::error(dnnl_unimplemented, "oneDNN has only reference loops for this primitive");
+  }
   plan.scratchpad = pd.scratchpad_desc();
   plan.prim = Primitive(pd);
 }

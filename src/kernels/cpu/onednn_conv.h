@@ -41,10 +41,10 @@ template <typename PrimitiveDesc, typename MakePd>
 PrimitiveDesc prefer_direct_kernel(PrimitiveDesc plain, MakePd make_pd, const ConvGeometry& g,
                                    bool gemm_ok_for_pointwise) {
   const std::string impl = plain.impl_info_str();
-  const bool slow = impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos;
+  const bool slow = impl.find("gemm") != std::string::npos || is_reference_impl(plain);
   if (!slow || (gemm_ok_for_pointwise && g.pointwise)) return plain;
   auto blocked = try_dnnl<PrimitiveDesc>([&] { return make_pd(any_desc(g.x), any_desc(g.y)); });
-  if (blocked && std::string(blocked->impl_info_str()).find("ref") == std::string::npos) {
+  if (blocked && !is_reference_impl(*blocked)) {
     return *blocked;
   }
   return plain;
