@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "kernels/kernel_registry.h"
+#include "kernels/target_caps.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
 #include "ops/reference.h"
@@ -59,6 +60,7 @@ std::unique_ptr<Kernel> make_reference_kernel(const Node& node) {
 }
 
 Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx) {
+  apply_target_caps();  // before the libraries pick their code paths
   if (const KernelImpl* impl = find_registered_kernel(ctx)) return impl->create(ctx);
   // The built-in table knows opfuse's own ops only: a custom op that shares a built-in's name
   // must not run the built-in's kernel.

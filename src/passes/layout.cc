@@ -1,7 +1,8 @@
 // Layout (O3): keep CNN activations in the blocked layout oneDNN's direct convolutions prefer
-// (nChw16c), from the first conv to the last op that can read it, with reorders only at the
-// boundaries. A blocked activation is an ordinary value whose dims are its physical layout
-// (ops/layout_ops.cc): logical [N, C, H, W] -> f32[N, ceil(C/16), H, W, 16].
+// (nChw16c on AVX-512, nChw8c on AVX2: the target's channel block), from the first conv to the
+// last op that can read it, with reorders only at the boundaries. A blocked activation is an
+// ordinary value whose dims are its physical layout (ops/layout_ops.cc): logical [N, C, H, W]
+// -> f32[N, ceil(C/b), H, W, b]. The picture shows b = 16.
 //
 //   before                                 after
 //     x: [1,3,H,W]                           x: [1,3,H,W]
@@ -27,18 +28,19 @@
 //  - Each rewritten node's original output becomes FromBlocked(blocked output) under the same
 //    name, so graph outputs and plain consumers (Reshape, Flatten, Gemm, Softmax ...) read the
 //    plain layout; DCE drops the FromBlocked nodes nobody reads.
-// Padded lanes (C not a multiple of 16) hold arbitrary finite values; ops that could turn them
-// into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
-// Layouts: nChw16c (block 16, one AVX-512 vector) or channels-last nhwc (block 0: f32
-// [N, 1, H, W, C], where oneDNN picks its brgconv kernels), chosen per conv. nChw8c runs oneDNN
-// 2.6's AVX2 kernels on AVX-512 machines, 1.5-4x slower (docs/benchmarks.md), so it is not a
-// candidate. Per conv, nhwc brgconv is 13-28% faster on ResNet-50's dense 3x3 convs, 1x1 and
-// depthwise convs have no consistent winner, and only nChw16c lets a Concat on channels run in
-// place. The choice:
-//  1. a dry run of the walk below, on nChw16c and without touching the graph, records which
+// Padded lanes (C not a multiple of the block) hold arbitrary finite values; ops that could turn
+// them into Inf/NaN (which a conv's zero weights would not cancel) stay plain on padded tensors.
+// Layouts: blocked nChw<b>c with b = Target::channel_block() (one vector of the target: oneDNN
+// 2.6 has no AVX2 kernels for nChw16c, whose convs, pools and binary ops fall to reference
+// loops there, and on AVX-512 nChw8c runs its AVX2 kernels, 1.5-4x slower: docs/benchmarks.md)
+// or channels-last nhwc (block 0: f32 [N, 1, H, W, C], where oneDNN picks its brgconv kernels on
+// AVX-512), chosen per conv. On AVX-512, nhwc brgconv is 13-28% faster on ResNet-50's dense 3x3
+// convs, 1x1 and depthwise convs have no consistent winner, and only the blocked layout lets a
+// Concat on channels run in place. The choice:
+//  1. a dry run of the walk below, in the blocked layout and without touching the graph, records which
 //     nodes would run blocked and which blocked tensors each reads (their producer, if blocked);
-//  2. each conv's cost in both layouts and each tensor's reorder nChw16c <-> nhwc are estimated
-//     from the shapes (layout_measure.h: EstimatingLayoutTimer, deterministic), or, when
+//  2. each conv's cost in both layouts and each tensor's reorder blocked <-> nhwc are estimated
+//     from the shapes for the target (layout_measure.h: EstimatingLayoutTimer, deterministic), or, when
 //     FusionConfig::measure_layouts asks, timed (the BlockedConv kernel graph mode would create,
 //     on its exact shapes, attributes and post-ops; cached per signature);
 //  3. layout_choice.h picks the labelling minimising conv time plus one reorder per tensor
@@ -67,9 +69,6 @@ namespace opfuse {
 namespace {
 
 constexpr std::string_view kPass = "layout";
-// The layout of the dry run, and of blocked nodes the choice does not name.
-// nChw16c (16) or channels-last (0); see the note on layouts above.
-constexpr int64_t kDefaultBlock = 16;
 // A conv reading at most this many plain channels takes them plain (oneDNN's first-conv kernel).
 constexpr int64_t kPlainInputChannels = 4;
 
@@ -85,9 +84,9 @@ bool finite_preserving(const std::string& op) {
 }
 
 struct BlockedValue {
-  Value* value = nullptr;  // f32[N, ceil(C/16), H, W, 16], or [N, 1, H, W, C] (block 0)
+  Value* value = nullptr;  // f32[N, ceil(C/b), H, W, b], or [N, 1, H, W, C] (block 0)
   int64_t channels = 0;    // C
-  int64_t block = 16;
+  int64_t block = 0;
 };
 
 std::string suffix(int64_t block) { return block == 0 ? "_nhwc" : str_cat("_b", block); }
@@ -99,7 +98,7 @@ struct LayoutStructure {
   struct Item {
     const Node* node = nullptr;
     bool conv = false;
-    bool x_plain = false;  // a first conv reading nchw directly when on nChw16c
+    bool x_plain = false;  // a first conv reading nchw directly when blocked
   };
   std::vector<Item> items;
   struct Operand {
@@ -112,11 +111,12 @@ struct LayoutStructure {
 
 class LayoutPass {
  public:
-  // `choice`: the layout of each node that runs blocked, by name (others: kDefaultBlock, or the
-  // layout of their first blocked operand). `dry`: collect the structure, change nothing.
+  // `choice`: the layout of each node that runs blocked, by name (others: the target's block, or
+  // the layout of their first blocked operand). `dry`: collect the structure, change nothing.
   LayoutPass(Graph& graph, PassContext& ctx, std::map<std::string, int64_t> choice,
              std::map<std::string, std::string> why, LayoutStructure* dry)
-      : graph_(graph), ctx_(ctx), choice_(std::move(choice)), why_(std::move(why)), dry_(dry) {}
+      : graph_(graph), ctx_(ctx), choice_(std::move(choice)), why_(std::move(why)), dry_(dry),
+        default_block_(ctx.target.channel_block()), block_(default_block_) {}
 
   Result<bool> run() {
     bool changed = false;
@@ -151,14 +151,14 @@ class LayoutPass {
 
   // The layout `node` runs in when it runs blocked.
   int64_t layout_of(const Node& node, bool conv) const {
-    if (dry_ != nullptr) return kDefaultBlock;
+    if (dry_ != nullptr) return default_block_;
     if (auto it = choice_.find(node.name()); it != choice_.end()) return it->second;
     if (!conv) {
       for (const Value* in : node.inputs()) {
         if (const BlockedValue* b = blocked(in)) return b->block;
       }
     }
-    return kDefaultBlock;
+    return default_block_;
   }
 
   Result<bool> rewrite(Node* node) {
@@ -293,7 +293,7 @@ class LayoutPass {
     }
     p.attrs["block"] = AttrValue(block_);
     Value* xin = node.input(0);
-    // oneDNN's first-conv kernel reads nchw into nChw16c; channels-last convs want nhwc input.
+    // oneDNN's first-conv kernel reads nchw into nChw<b>c; channels-last convs want nhwc input.
     x_plain_ = !blocked(xin) && c <= kPlainInputChannels;
     if (x_plain_ && block_ != 0) {
       p.inputs.push_back(xin);
@@ -528,9 +528,10 @@ class LayoutPass {
   std::map<std::string, int64_t> choice_;
   std::map<std::string, std::string> why_;  // node name -> the measurement behind its layout
   LayoutStructure* dry_;
-  int64_t block_ = kDefaultBlock;  // the layout of the node being rewritten: 16 or 0 (nhwc)
+  const int64_t default_block_;  // the target's channel block: the dry run's layout
+  int64_t block_;                // the layout of the node being rewritten: default_block_ or 0 (nhwc)
   std::vector<Value*> pending_reads_;  // dry run: blocked operands of the node being planned
-  bool x_plain_ = false;               // dry run: the conv being planned reads nchw on nChw16c
+  bool x_plain_ = false;               // dry run: the conv being planned reads nchw when blocked
   std::unordered_map<const Value*, int> tensor_index_;
   std::unordered_map<const Value*, BlockedValue> blocked_;
   std::map<std::pair<const Value*, int64_t>, Value*> forms_;  // Reblocks / ToBlockeds by layout
@@ -545,8 +546,10 @@ std::string fmt_ms(double ms) {
 
 // Steps 2 and 3 of the note at the top: each conv's layout and the estimate or measurement behind
 // it (`basis` says which).
-void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, const char* basis,
+// `block`: the target's blocked layout, the alternative to nhwc.
+void choose_layouts(const LayoutStructure& s, int64_t block, LayoutTimer& timer, const char* basis,
                     std::map<std::string, int64_t>& choice, std::map<std::string, std::string>& why) {
+  const std::string blocked_name = layout_name(block);
   constexpr double kUnavailable = 1e9;  // a layout without a fast kernel is never chosen
   constexpr double kNoiseMargin = 0.05;
   LayoutProblem problem;
@@ -556,10 +559,10 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, const char* ba
     const auto& item = s.items[i];
     std::array<double, 2> cost = {0, 0};
     if (item.conv) {
-      const double blocked = timer.conv_ms(*item.node, 16, item.x_plain);
+      const double blocked = timer.conv_ms(*item.node, block, item.x_plain);
       const double nhwc = timer.conv_ms(*item.node, 0, false);
-      // On nhwc a first conv's image needs a reorder that nChw16c reads without.
-      if (item.x_plain) image_reorder[i] = std::max(0.0, timer.reorder_ms(*known_dims(item.node->input(0))));
+      // On nhwc a first conv's image needs a reorder that the blocked layout reads without.
+      if (item.x_plain) image_reorder[i] = std::max(0.0, timer.reorder_ms(*known_dims(item.node->input(0)), block));
       conv_ms[i] = {blocked, nhwc};
       // nhwc must win by kNoiseMargin: a measurement a few percent apart is noise on a busy
       // machine, and flipping on noise only adds reorders.
@@ -567,9 +570,9 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, const char* ba
               nhwc < 0 ? kUnavailable : nhwc * (1 + kNoiseMargin) + image_reorder[i]};
       if (blocked < 0 && nhwc < 0) cost = {0, kUnavailable};
     } else if (item.node->op_type() == "Concat") {
-      // On nChw16c a Concat of whole channel blocks runs no kernel (its inputs are written in
+      // Blocked, a Concat of whole channel blocks runs no kernel (its inputs are written in
       // place, runtime/compiled_plan.cc); on nhwc channels are innermost, so it copies them.
-      cost = {0, std::max(0.0, timer.reorder_ms(*known_dims(item.node->output(0))))};
+      cost = {0, std::max(0.0, timer.reorder_ms(*known_dims(item.node->output(0)), block))};
     }
     problem.cost.push_back(cost);
   }
@@ -578,24 +581,24 @@ void choose_layouts(const LayoutStructure& s, LayoutTimer& timer, const char* ba
     if (t.producer >= 0) g.members.push_back(t.producer);
     g.members.insert(g.members.end(), t.readers.begin(), t.readers.end());
     if (g.members.size() < 2) continue;
-    g.cost = std::max(0.0, timer.reorder_ms(t.dims));
+    g.cost = std::max(0.0, timer.reorder_ms(t.dims, block));
     problem.groups.push_back(std::move(g));
   }
   std::vector<int> labels = solve_layouts(problem);
   const double best = total_cost(problem, labels);
   for (size_t i = 0; i < s.items.size(); ++i) {
     const auto& item = s.items[i];
-    choice[item.node->name()] = labels[i] == 1 ? 0 : 16;
+    choice[item.node->name()] = labels[i] == 1 ? 0 : block;
     if (!item.conv) continue;
     // What keeping the other layout for this conv alone would cost, reorders included.
     labels[i] ^= 1;
     const double flipped = total_cost(problem, labels) - best;
     labels[i] ^= 1;
     auto show = [&](double ms) { return ms < 0 ? std::string("no fast kernel") : fmt_ms(ms); };
-    std::string text = str_cat(basis, " nChw16c ", show(conv_ms[i][0]), ", nhwc ", show(conv_ms[i][1]));
+    std::string text = str_cat(basis, " ", blocked_name, " ", show(conv_ms[i][0]), ", nhwc ", show(conv_ms[i][1]));
     if (image_reorder[i] > 0) text += str_cat(" + image reorder ", fmt_ms(image_reorder[i]));
     if (flipped < kUnavailable / 2) {
-      text += str_cat("; ", labels[i] == 1 ? "nChw16c" : "nhwc", " would cost ", fmt_ms(flipped), " more with reorders");
+      text += str_cat("; ", labels[i] == 1 ? blocked_name : "nhwc", " would cost ", fmt_ms(flipped), " more with reorders");
     }
     why[item.node->name()] = std::move(text);
   }
@@ -610,15 +613,16 @@ Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
   LayoutStructure structure;
   PassContext scratch;  // the dry run's refusals are recorded by the real run
   scratch.fusion = context.fusion;
+  scratch.target = context.target;
   OPFUSE_TRY(LayoutPass(graph, scratch, {}, {}, &structure).run().status());
   bool any_conv = false;
   for (const auto& item : structure.items) any_conv |= item.conv;
   if (any_conv) {
     MeasuringLayoutTimer measuring;
-    EstimatingLayoutTimer estimating;
+    EstimatingLayoutTimer estimating(context.target);
     LayoutTimer* timer = injected_layout_timer();
     if (timer == nullptr) timer = context.fusion.measure_layouts ? static_cast<LayoutTimer*>(&measuring) : &estimating;
-    choose_layouts(structure, *timer, timer == &estimating ? "estimated" : "measured", choice, why);
+    choose_layouts(structure, context.target.channel_block(), *timer, timer == &estimating ? "estimated" : "measured", choice, why);
   }
   return LayoutPass(graph, context, std::move(choice), std::move(why), nullptr).run();
 }

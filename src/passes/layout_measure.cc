@@ -126,15 +126,15 @@ double MeasuringLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_pla
   return ms;
 }
 
-double MeasuringLayoutTimer::reorder_ms(const std::vector<int64_t>& dims) {
-  const std::string key = "reorder " + dims_key(dims);
+double MeasuringLayoutTimer::reorder_ms(const std::vector<int64_t>& dims, int64_t block) {
+  const std::string key = str_cat("reorder ", block, " ", dims_key(dims));
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   Graph g;
   Attributes attrs;
   attrs["channels"] = AttrValue(dims[1]);
   attrs["block"] = AttrValue(int64_t{0});
   double ms = -1;
-  auto node = g.add_node("Reblock", {g.add_input("x", DType::kF32, make_shape(blocked_dims(dims, 16)))}, {"y"},
+  auto node = g.add_node("Reblock", {g.add_input("x", DType::kF32, make_shape(blocked_dims(dims, block)))}, {"y"},
                          attrs, "probe", std::string(kFusedDomain));
   if (node.is_ok()) {
     (*node)->output(0)->dtype = DType::kF32;
@@ -146,11 +146,18 @@ double MeasuringLayoutTimer::reorder_ms(const std::vector<int64_t>& dims) {
 }
 
 namespace {
-constexpr double kFlopsPerMs = 3e8;         // ~300 GFLOP/s: oneDNN's convs on 2 cores
-constexpr double kBlockedWindowFactor = 1.25;
 constexpr double kReorderBytesPerMs = 2.5e7;  // ~25 GB/s read + write
 constexpr double kReorderOverheadMs = 0.01;
+
+EstimatingLayoutTimer::Rates rates_for(const Target& target) {
+  // AVX-512: ~300 GFLOP/s for oneDNN's convs on 2 cores; nChw16c jit vs nhwc brgconv (above).
+  if (target.has_avx512()) return {3e8, 1.25, 1.0};
+  // AVX2 (measured with --target avx2, docs/benchmarks.md): half the vector width.
+  return {1.5e8, 1.0, 1.0};
+}
 }  // namespace
+
+EstimatingLayoutTimer::EstimatingLayoutTimer(const Target& target) : rates_(rates_for(target)) {}
 
 double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_plain) {
   const auto x = known_dims(conv.input(0));
@@ -167,14 +174,15 @@ double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_pl
   double flops = 2.0;
   for (int64_t d : *y) flops *= static_cast<double>(d);
   for (size_t i = 1; i < 4; ++i) flops *= static_cast<double>((*w)[i]);
-  double ms = flops / kFlopsPerMs;
-  // A first conv reading the plain image on nChw16c runs oneDNN's dedicated kernel for it.
-  if (block == 16 && dense_window && !x_plain) ms *= kBlockedWindowFactor;
-  if (block == 16 && dense_window && dilated) ms += reorder_ms(*x) + reorder_ms(*y);
+  double ms = flops / rates_.flops_per_ms;
+  if (block == 0) return ms;
+  // A first conv reading the plain image when blocked runs oneDNN's dedicated kernel for it.
+  if (!x_plain) ms *= dense_window ? rates_.blocked_window_factor : rates_.blocked_pointwise_factor;
+  if (dense_window && dilated) ms += reorder_ms(*x, block) + reorder_ms(*y, block);
   return ms;
 }
 
-double EstimatingLayoutTimer::reorder_ms(const std::vector<int64_t>& dims) {
+double EstimatingLayoutTimer::reorder_ms(const std::vector<int64_t>& dims, int64_t) {
   double bytes = 2.0 * sizeof(float);
   for (int64_t d : dims) bytes *= static_cast<double>(d);
   return kReorderOverheadMs + bytes / kReorderBytesPerMs;

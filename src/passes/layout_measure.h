@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/target.h"
 #include "ir/graph.h"
 
 namespace opfuse {
@@ -17,26 +18,40 @@ class LayoutTimer {
  public:
   virtual ~LayoutTimer() = default;
   // Milliseconds per run of `conv` (a Conv or opfuse::FusedConv with static shapes and constant
-  // weights) as a BlockedConv with `block` (16: nChw16c, 0: nhwc); `x_plain`: X read as plain
-  // nchw. Negative when that layout has no fast kernel (oneDNN's reference loops).
+  // weights) as a BlockedConv with `block` (16: nChw16c, 8: nChw8c, 0: nhwc); `x_plain`: X read
+  // as plain nchw. Negative when that layout has no fast kernel (oneDNN's reference loops).
   virtual double conv_ms(const Node& conv, int64_t block, bool x_plain) = 0;
   // Milliseconds of one reorder of an f32 activation of logical dims [N, C, H, W] between
-  // nChw16c and nhwc.
-  virtual double reorder_ms(const std::vector<int64_t>& dims) = 0;
+  // nChw<block>c and nhwc.
+  virtual double reorder_ms(const std::vector<int64_t>& dims, int64_t block) = 0;
 };
 
-// Estimates from the shapes alone, the same on every compile. A conv costs its FLOPs at one
-// rate, except that a dense conv with a window larger than 1x1 costs kBlockedWindowFactor more
-// on nChw16c (oneDNN 2.6's jit kernels) than on nhwc (its brgconv kernels): ResNet-50's 3x3
-// convs ran 13-28% faster on nhwc on both machines this project was measured on (an Intel Xeon
-// and an AMD EPYC; docs/benchmarks.md). 1x1 and depthwise convs had no consistent winner, so
-// they cost the same in both layouts and the reorders around them decide. A dilated dense conv
-// has only reference loops on nChw16c, where the kernel reorders to oneDNN's layout and back.
+// Estimates from the shapes alone, the same on every compile of a target. A conv costs its
+// FLOPs at the tier's rate, scaled per layout by factors calibrated per tier
+// (layout_measure.cc, measurements in docs/benchmarks.md). On AVX-512 a dense conv with a
+// window larger than 1x1 costs 1.25x more on nChw16c (oneDNN 2.6's jit kernels) than on nhwc
+// (its brgconv kernels): ResNet-50's 3x3 convs ran 13-28% faster on nhwc on both machines
+// measured (an Intel Xeon and an AMD EPYC); 1x1 and depthwise convs had no consistent winner,
+// so they cost the same in both layouts and the reorders around them decide. On AVX2 there is
+// no brgconv: both layouts run oneDNN's jit:avx2 kernels. A dilated dense conv has only
+// reference loops on the blocked layout, where the kernel reorders to oneDNN's layout and back.
 // A reorder costs a fixed overhead plus its bytes read and written at a copy bandwidth.
 class EstimatingLayoutTimer : public LayoutTimer {
  public:
+  explicit EstimatingLayoutTimer(const Target& target);
   double conv_ms(const Node& conv, int64_t block, bool x_plain) override;
-  double reorder_ms(const std::vector<int64_t>& dims) override;
+  double reorder_ms(const std::vector<int64_t>& dims, int64_t block) override;
+
+  // Per-tier calibration.
+  struct Rates {
+    double flops_per_ms;              // a conv's FLOPs per millisecond on the target's cores
+    double blocked_window_factor;     // a dense kxk conv blocked, relative to nhwc
+    double blocked_pointwise_factor;  // 1x1 and depthwise convs blocked, relative to nhwc
+  };
+  const Rates& rates() const { return rates_; }
+
+ private:
+  Rates rates_;
 };
 
 // Times oneDNN kernels on zero-filled tensors: one warm-up run, then the median of a few runs
@@ -45,7 +60,7 @@ class EstimatingLayoutTimer : public LayoutTimer {
 class MeasuringLayoutTimer : public LayoutTimer {
  public:
   double conv_ms(const Node& conv, int64_t block, bool x_plain) override;
-  double reorder_ms(const std::vector<int64_t>& dims) override;
+  double reorder_ms(const std::vector<int64_t>& dims, int64_t block) override;
 
  private:
   std::map<std::string, double> cache_;

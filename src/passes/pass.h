@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/target.h"
 #include "ir/graph.h"
 #include "passes/fusion_config.h"
 
@@ -39,6 +40,7 @@ struct PassContext {
   std::vector<PassDecision> decisions;
   std::map<std::string, RuleCounter> rule_counters;
   FusionConfig fusion;  // what the user allows the fusing passes to do
+  Target target = active_target();  // the CPU compiled for: every ISA-dependent choice reads it
 
   void applied(std::string pass, std::string what) {
     decisions.push_back({std::move(pass), std::move(what), true, {}, {}, {}, {}, 0});

@@ -58,6 +58,7 @@ std::string format_bytes(int64_t bytes) {
 FusionReport make_fusion_report(const FusionAnalysis& a) {
   FusionReport r;
   r.level = std::string(opt_level_name(a.level));
+  r.target = a.context.target.describe();
   r.config = a.config;
   // Rules: the passes' counters; decisions fill in rules a pass did not count.
   std::map<std::string, FusionReport::Rule> rules;
@@ -145,6 +146,7 @@ std::string format_fusion_report(const FusionReport& r) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   char buf[512];
   line(str_cat("fusion report at ", r.level));
+  line(str_cat("target: ", r.target));
   const FusionConfig& c = r.config;
   std::vector<std::string> config;
   if (!c.disabled_rules.empty()) config.push_back("disabled rules: " + join({c.disabled_rules.begin(), c.disabled_rules.end()}, ", "));
@@ -196,6 +198,7 @@ std::string fusion_report_json(const FusionReport& r) {
   using nlohmann::json;
   json j;
   j["level"] = r.level;
+  j["target"] = r.target;
   j["config"] = {{"disable", r.config.disabled_rules},
                  {"enable_only", r.config.enabled_rules},
                  {"disable_op_types", r.config.disabled_op_types},

@@ -17,6 +17,7 @@ namespace opfuse {
 
 struct FusionReport {
   std::string level;  // "O2"
+  std::string target;  // the CPU tier compiled for, "avx2 (32-byte vectors), 2 cores, ..."
   FusionConfig config;
 
   struct Rule {

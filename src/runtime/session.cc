@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "ir/verifier.h"
+#include "kernels/target_caps.h"
 #include "passes/infer_shapes.h"
 
 namespace opfuse {
@@ -29,6 +30,11 @@ std::string TensorSignature::to_string() const {
 }
 
 Result<Session> Session::create(Graph graph, SessionOptions options) {
+  if (options.target.empty()) {
+    apply_target_caps();
+  } else {
+    OPFUSE_TRY(select_target(options.target).status());
+  }
   OPFUSE_TRY(graph.topological_sort());
   OPFUSE_TRY(verify_graph(graph));
   Session session;

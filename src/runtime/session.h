@@ -28,6 +28,10 @@ struct SessionOptions {
   OptLevel level = OptLevel::kO1;
   int threads = 0;  // 0: OpenMP's default (all cores)
   PipelineOptions pipeline;  // --print-after-all, --passes
+  // The CPU tier to compile for ("native", "avx2", ...; core/target.h). Process-wide, since
+  // oneDNN's ISA cap is: empty takes the active target, a tier differs from an earlier choice is
+  // refused by create().
+  std::string target;
 };
 
 // The name, dtype and (possibly symbolic) shape of a model input or output.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -101,6 +102,60 @@ TEST_P(ZooTest, MatchesPyTorch) {
     EXPECT_LE(rel, tolerance) << GetParam().model << " output " << name;
     RecordProperty(name + "_rel_diff", std::to_string(rel));
   }
+  // No kernel runs oneDNN's reference loops (on any tier: CI runs this under --target avx2 too).
+  if (GetParam().mode == ExecutionMode::kGraph) {
+    auto plan = session->plan_for(inputs);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    for (const std::string& step : (*plan)->describe_steps()) {
+      EXPECT_EQ(step.find(" [ref"), std::string::npos) << step;
+      EXPECT_EQ(step.find(":ref"), std::string::npos) << step;
+    }
+  }
+}
+
+// NaN in, NaN out: every float input all NaN, and each output is NaN wherever eager mode's is
+// (fused epilogues must not clamp NaN to a number, as oneDNN's relu and clip would).
+TEST_P(ZooTest, AllNaNInputGivesNaNWhereEagerDoes) {
+  if (GetParam().mode == ExecutionMode::kEager) GTEST_SKIP() << "eager mode is the reference here";
+  const nlohmann::json entry = load_manifest()[GetParam().model];
+  const fs::path dir = zoo_dir();
+  TensorMap inputs;
+  for (const auto& in : entry["inputs"]) {
+    auto t = read_npy((dir / in["file"].get<std::string>()).string());
+    ASSERT_TRUE(t.is_ok()) << t.status().message();
+    if (t->dtype() == DType::kF32) {
+      for (float& v : t->values<float>()) v = std::numeric_limits<float>::quiet_NaN();
+    }
+    inputs[in["name"].get<std::string>()] = std::move(*t);
+  }
+  std::map<ExecutionMode, TensorMap> results;
+  for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
+    auto graph = load_onnx_file((dir / entry["file"].get<std::string>()).string());
+    ASSERT_TRUE(graph.is_ok()) << graph.status().message();
+    SessionOptions options;
+    options.mode = mode;
+    options.level = GetParam().level;
+    auto session = Session::create(std::move(*graph), options);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    auto outputs = session->run(inputs);
+    ASSERT_TRUE(outputs.is_ok()) << outputs.status().message();
+    results[mode] = std::move(*outputs);
+  }
+  size_t eager_nans = 0;
+  for (const auto& [name, want] : results[ExecutionMode::kEager]) {
+    if (want.dtype() != DType::kF32) continue;
+    for (float v : want.to_float_vector()) eager_nans += std::isnan(v);
+    const Tensor& got = results[ExecutionMode::kGraph].at(name);
+    size_t mismatched = 0;
+    const auto g = got.to_float_vector(), w = want.to_float_vector();
+    ASSERT_EQ(g.size(), w.size()) << name;
+    for (size_t i = 0; i < g.size(); ++i) mismatched += std::isnan(g[i]) != std::isnan(w[i]);
+    EXPECT_EQ(mismatched, 0u) << GetParam().model << " output " << name << ": NaN differs from eager";
+  }
+  // Models whose float inputs reach their outputs: the test can fail.
+  bool float_input = false;
+  for (const auto& [name, t] : inputs) float_input |= t.dtype() == DType::kF32;
+  if (float_input) EXPECT_GT(eager_nans, 0u);
 }
 
 // O3 (blocked layouts) against eager mode on the same inputs: max relative difference <= 1e-4.

@@ -1,7 +1,8 @@
 // A small FileCheck for golden tests of passes: directives in `//` comments of a .ir file are
 // matched in order against the printed result.
 //   // RUN: passes=constant_fold,dce     (or level=O1; optional expect-error=<substring to end of line>
-//                                        and elided=zeros|pattern for `const elided` inputs)
+//                                        and elided=zeros|pattern for `const elided` inputs,
+//                                        target=<ISA tier>, avx512_core unless given)
 //   // CHECK: text        the next match at or after the previous match's end
 //   // CHECK-NEXT: text   must match on the line right after the previous match
 //   // CHECK-NOT: text    must not occur between the surrounding positive matches
@@ -32,6 +33,7 @@ struct RunSpec {
   std::string level;  // "O1"...; used when `passes` is not given
   std::optional<std::string> expect_error;
   std::string elided;  // "", "zeros", "pattern"
+  std::string target = "avx512_core";  // the tier compiled for, whatever the host is
 };
 
 struct GoldenFile {
@@ -110,6 +112,8 @@ inline std::string parse_golden(std::string_view text, GoldenFile& out) {
           out.run.level = word.substr(6);
         } else if (word.rfind("elided=", 0) == 0) {
           out.run.elided = word.substr(7);
+        } else if (word.rfind("target=", 0) == 0) {
+          out.run.target = word.substr(7);
         } else {
           return "line " + std::to_string(line_no) + ": unknown RUN option '" + word + "'";
         }

@@ -61,6 +61,10 @@ Status run_case(const std::string& text, const golden::RunSpec& run, std::string
     level = *parsed;
   }
   PassContext context;
+  // Passes alone may compile for any tier; the host's does not matter.
+  const auto tier = parse_isa_tier(run.target);
+  if (!tier) return Status::user_error("unknown target " + run.target);
+  context.target.isa = *tier;
   OPFUSE_TRY(run_pipeline(*graph, level, options, context));
   output = print_graph(*graph);
   for (const PassDecision& d : context.decisions) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/target.h"
 #include "kernels/kernel.h"
 #include "ops/fused.h"
 #include "kernels/onednn_test_util.h"
@@ -211,7 +212,9 @@ TEST(BlockedLayoutTest, OneDnnBlockedPoolsMatchReference) {
       const Both both = run_both(**node, {&x}, {nullptr});
       // The whole-map window is a mean over whole axes: hwy.reduce's ReduceMean plan.
       const bool whole_map = c.op == "AveragePool" && !c.attrs.count("pads");
-      EXPECT_EQ(both.kernel, whole_map ? "hwy.reduce" : "onednn.pool") << c.op;
+      // oneDNN 2.6 pools nChw16c below AVX-512 only with reference loops, which are refused.
+      const bool onednn_has_it = block == 8 || active_target().has_avx512();
+      EXPECT_EQ(both.kernel, whole_map ? "hwy.reduce" : onednn_has_it ? "onednn.pool" : "reference") << c.op;
       EXPECT_LE(rel_diff(both.got, both.want), 1e-6) << c.op;
     }
   }

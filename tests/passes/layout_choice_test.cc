@@ -95,7 +95,7 @@ class FakeTimer : public LayoutTimer {
     const auto t = it == conv.end() ? std::array<double, 2>{1.0, 2.0} : it->second;
     return block == 0 ? t[1] : t[0];
   }
-  double reorder_ms(const std::vector<int64_t>&) override { return reorder; }
+  double reorder_ms(const std::vector<int64_t>&, int64_t) override { return reorder; }
 };
 
 constexpr const char* kChain = R"(graph @main opset 13 (%x: f32[1,3,12,12]) {
@@ -125,6 +125,7 @@ Layouts run_layout(FakeTimer& timer) {
   options.passes = std::vector<std::string>{"layout", "dce"};
   options.fusion.measure_layouts = true;
   PassContext ctx;
+  ctx.target.isa = IsaTier::kAvx512Core;  // blocked means nChw16c, whatever the host
   EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
   Layouts out;
   for (const Node* n : g->nodes()) {
@@ -196,14 +197,15 @@ TEST(LayoutChoicePassTest, MixedLayoutsComputeWhatEagerComputes) {
 
 // ---------------------------------------------------------------- the default estimates
 
-// Layouts of `text`'s convs after the layout pass with the default, estimated costs.
-std::map<std::string, int64_t> estimated_layouts(const std::string& text) {
+// Layouts of `text`'s convs after the layout pass with the default, estimated costs for `tier`.
+std::map<std::string, int64_t> estimated_layouts(const std::string& text, IsaTier tier = IsaTier::kAvx512Core) {
   auto g = parse_graph(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   PipelineOptions options;
   options.verify_after_each = true;
   options.passes = std::vector<std::string>{"layout", "dce"};
   PassContext ctx;
+  ctx.target.isa = tier;
   EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
   std::map<std::string, int64_t> out;
   for (const Node* n : g->nodes()) {
@@ -211,7 +213,7 @@ std::map<std::string, int64_t> estimated_layouts(const std::string& text) {
   }
   for (const PassDecision& d : ctx.decisions) {
     if (d.pass == "layout" && d.applied && d.what.rfind("Conv '", 0) == 0) {
-      EXPECT_NE(d.what.find("(estimated nChw16c "), std::string::npos) << d.what;
+      EXPECT_NE(d.what.find(str_cat("(estimated nChw", ctx.target.channel_block(), "c ")), std::string::npos) << d.what;
     }
   }
   return out;
@@ -264,7 +266,9 @@ TEST(LayoutEstimateTest, ConcatOnChannelsKeepsItsBranchesOnNchw16c) {
 TEST(LayoutEstimateTest, EstimatesFollowTheRules) {
   auto g = parse_graph(window_then_pointwise(1));
   ASSERT_TRUE(g.is_ok());
-  EstimatingLayoutTimer t;
+  Target avx512;
+  avx512.isa = IsaTier::kAvx512Core;
+  EstimatingLayoutTimer t(avx512);
   const Node* dense = g->find_node("window");
   const Node* pointwise = g->find_node("pointwise");
   ASSERT_NE(dense, nullptr);
@@ -273,7 +277,7 @@ TEST(LayoutEstimateTest, EstimatesFollowTheRules) {
   EXPECT_EQ(t.conv_ms(*dense, 16, true), t.conv_ms(*dense, 0, false));  // a first conv reading the image
   EXPECT_EQ(t.conv_ms(*pointwise, 16, false), t.conv_ms(*pointwise, 0, false));
   EXPECT_NEAR(t.conv_ms(*pointwise, 0, false), 2.0 * 64 * 64 * 28 * 28 / 3e8, 1e-12);
-  EXPECT_LT(t.reorder_ms({1, 64, 28, 28}), t.reorder_ms({1, 64, 56, 56}));
+  EXPECT_LT(t.reorder_ms({1, 64, 28, 28}, 16), t.reorder_ms({1, 64, 56, 56}, 16));
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ TEST(FusionReport, TextGolden) {
   FusionConfig c;
   c.excluded_node_globs = {"/head/*"};
   const std::string text = format_fusion_report(report_for(c));
-  const std::string expected = testing_models::kReportExcludedHead;
+  const std::string expected = testing_models::with_target_line(testing_models::kReportExcludedHead);
   EXPECT_EQ(text, expected);
 }
 
@@ -90,10 +90,11 @@ TEST(FusionReport, JsonHasEverySection) {
 TEST(FusionReport, O3SaysEachConvsLayoutAndWhy) {
   const FusionReport r = report_for({}, OptLevel::kO3);
   ASSERT_EQ(r.kernels.size(), 2u);
+  const std::string blocked = str_cat("nChw", active_target().channel_block(), "c");  // the target's
   for (const auto& k : r.kernels) {
-    EXPECT_NE(k.layout.find("'" + k.node + "' on nChw16c (estimated nChw16c "), std::string::npos) << k.layout;
+    EXPECT_NE(k.layout.find("'" + k.node + "' on " + blocked + " (estimated " + blocked + " "), std::string::npos) << k.layout;
   }
-  EXPECT_NE(format_fusion_report(r).find("      layout: FusedConv '/head/conv/Conv' on nChw16c"), std::string::npos);
+  EXPECT_NE(format_fusion_report(r).find("      layout: FusedConv '/head/conv/Conv' on " + blocked), std::string::npos);
   EXPECT_TRUE(report_for({}).kernels[0].layout.empty());  // O2 has no layout pass
   const auto j = nlohmann::json::parse(fusion_report_json(r));
   EXPECT_EQ(j["kernels"][0]["layout"], r.kernels[0].layout);

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "core/target.h"
+
 namespace opfuse::testing_models {
 
 // A Conv + BatchNormalization + Relu block and a Conv + Relu head, x: f32[1,2,4,4].
@@ -52,5 +54,11 @@ inline constexpr const char* kReportExcludedHead =
     "  nodes                     5           3\n"
     "  kernels                   5           3\n"
     "  memory traffic       1.3 KB       808 B  (-39.9%, estimated)\n";
+
+// A golden report with the target line the report prints second (the host's, so not in the text).
+inline std::string with_target_line(const std::string& golden) {
+  const size_t eol = golden.find('\n') + 1;
+  return golden.substr(0, eol) + "target: " + active_target().describe() + "\n" + golden.substr(eol);
+}
 
 }  // namespace opfuse::testing_models

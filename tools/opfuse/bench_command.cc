@@ -70,6 +70,8 @@ Status bench(const BenchArgs& args) {
       {"mode", execution_mode_name(session.options().mode)},
       {"level", graph_mode ? std::string(opt_level_name(session.options().level)) : std::string("-")},
       {"threads", args.session.threads},
+      {"target", std::string(isa_tier_name(active_target().isa))},
+      {"target_detail", active_target().describe()},
       {"iters", args.iters},
       {"median_ms", median},
       {"min_ms", *std::min_element(times.begin(), times.end())},
@@ -89,6 +91,7 @@ Status bench(const BenchArgs& args) {
   std::printf("mode       %s%s%s, %d threads\n", j["mode"].get<std::string>().c_str(),
               graph_mode ? " " : "", graph_mode ? j["level"].get<std::string>().c_str() : "",
               args.session.threads);
+  std::printf("target     %s\n", active_target().describe().c_str());
   std::printf("latency    median %.3f ms, min %.3f ms, p90 %.3f ms over %d runs (%d warm-up)\n",
               median, j["min_ms"].get<double>(), j["p90_ms"].get<double>(), args.iters, args.warmup);
   std::printf("throughput %.1f inferences/s\n", 1000.0 / median);

@@ -8,6 +8,7 @@
 #include "core/npy.h"
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
+#include "kernels/target_caps.h"
 #include "passes/fusion_config_json.h"
 #include "passes/fusion_rules.h"
 #include "plugin/plugin_loader.h"
@@ -219,6 +220,20 @@ void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs) {
 Status load_custom_op_libs(const std::vector<std::string>& libs) {
   for (const std::string& lib : libs) OPFUSE_TRY(load_custom_op_library(lib).status());
   return Status::ok();
+}
+
+void add_target_flag(CLI::App* cmd, std::string& target) {
+  std::string tiers = "native";
+  for (IsaTier t : all_isa_tiers()) tiers += str_cat(", ", isa_tier_name(t));
+  cmd->add_option("--target", target, str_cat("CPU tier to compile and run for: ", tiers, " (default: this CPU)"));
+}
+
+Status apply_target_flag(const std::string& target) {
+  if (target.empty()) {
+    apply_target_caps();
+    return Status::ok();
+  }
+  return select_target(target).status().with_context("--target");
 }
 
 Result<Session> open_session(const std::string& model, const SessionFlags& flags) {

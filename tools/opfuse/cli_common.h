@@ -73,6 +73,12 @@ Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlag
 void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs);
 Status load_custom_op_libs(const std::vector<std::string>& libs);
 
+// --target native|avx2|avx512_core|... (every command, added by main.cc): the CPU tier to compile
+// and run for (core/target.h), capping oneDNN and Highway. Empty: OPFUSE_TARGET or oneDNN's
+// ONEDNN_MAX_CPU_ISA if set, else the host.
+void add_target_flag(CLI::App* cmd, std::string& target);
+Status apply_target_flag(const std::string& target);
+
 // Loads an ONNX model and creates a session for it.
 Result<Session> open_session(const std::string& model, const SessionFlags& flags);
 

@@ -45,10 +45,13 @@ int main(int argc, char** argv) {
     opfuse::cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
   }
-  std::vector<std::string> custom_op_libs;  // every command takes --custom-op-lib
+  std::vector<std::string> custom_op_libs;  // every command takes --custom-op-lib and --target
+  std::string target;
   for (auto& [sub, action] : commands) {
     opfuse::cli::add_custom_op_lib_flag(sub, custom_op_libs);
-    action = [action, &custom_op_libs]() -> opfuse::Status {
+    opfuse::cli::add_target_flag(sub, target);
+    action = [action, &custom_op_libs, &target]() -> opfuse::Status {
+      OPFUSE_TRY(opfuse::cli::apply_target_flag(target));
       OPFUSE_TRY(opfuse::cli::load_custom_op_libs(custom_op_libs));
       return action();
     };

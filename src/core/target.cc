@@ -1,0 +1,144 @@
+#include "core/target.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+namespace opfuse {
+namespace {
+
+IsaTier detect_isa() {
+  __builtin_cpu_init();
+  // __builtin_cpu_supports also checks that the OS saves the vector state (XCR0).
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (avx512) {
+    if (!__builtin_cpu_supports("avx512vnni")) return IsaTier::kAvx512Core;
+    if (!__builtin_cpu_supports("avx512bf16")) return IsaTier::kAvx512CoreVnni;
+    if (!__builtin_cpu_supports("amx-tile")) return IsaTier::kAvx512CoreBf16;
+    return IsaTier::kAvx512CoreAmx;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return IsaTier::kAvx2;
+  return IsaTier::kSse41;
+}
+
+int64_t sysconf_bytes(int name) {
+  const long v = sysconf(name);
+  return v > 0 ? v : 0;
+}
+
+std::string bytes_text(int64_t b) {
+  if (b <= 0) return "unknown";
+  if (b % (1 << 20) == 0) return str_cat(b >> 20, " MiB");
+  return str_cat(b >> 10, " KiB");
+}
+
+std::mutex& target_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::optional<Target>& active_slot() {
+  static std::optional<Target> active;
+  return active;
+}
+
+Target target_from_environment() {
+  for (const char* var : {"OPFUSE_TARGET", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    const char* value = std::getenv(var);
+    if (value == nullptr || *value == '\0') continue;
+    // oneDNN's own variable also accepts "ALL" (no cap).
+    if (std::string_view(var) != "OPFUSE_TARGET" && parse_isa_tier(value) == std::nullopt) continue;
+    auto t = target_for(value);
+    if (t.is_ok()) return *t;
+    std::fprintf(stderr, "opfuse: ignoring %s: %s\n", var, t.status().message().c_str());
+  }
+  return host_target();
+}
+
+}  // namespace
+
+std::string_view isa_tier_name(IsaTier tier) {
+  switch (tier) {
+    case IsaTier::kSse41: return "sse41";
+    case IsaTier::kAvx2: return "avx2";
+    case IsaTier::kAvx512Core: return "avx512_core";
+    case IsaTier::kAvx512CoreVnni: return "avx512_core_vnni";
+    case IsaTier::kAvx512CoreBf16: return "avx512_core_bf16";
+    case IsaTier::kAvx512CoreAmx: return "avx512_core_amx";
+  }
+  return "?";
+}
+
+std::optional<IsaTier> parse_isa_tier(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (IsaTier t : all_isa_tiers()) {
+    if (lower == isa_tier_name(t)) return t;
+  }
+  return std::nullopt;
+}
+
+const std::vector<IsaTier>& all_isa_tiers() {
+  static const std::vector<IsaTier> tiers = {IsaTier::kSse41, IsaTier::kAvx2, IsaTier::kAvx512Core,
+                                             IsaTier::kAvx512CoreVnni, IsaTier::kAvx512CoreBf16,
+                                             IsaTier::kAvx512CoreAmx};
+  return tiers;
+}
+
+int Target::vector_bytes() const { return has_avx512() ? 64 : isa == IsaTier::kAvx2 ? 32 : 16; }
+
+int64_t Target::channel_block() const { return has_avx512() ? 16 : 8; }
+
+std::string Target::describe() const {
+  return str_cat(isa_tier_name(isa), " (", vector_bytes(), "-byte vectors), ", cores, cores == 1 ? " core" : " cores",
+                 ", L1d ", bytes_text(l1d_bytes), ", L2 ", bytes_text(l2_bytes), ", L3 ", bytes_text(l3_bytes));
+}
+
+const Target& host_target() {
+  static const Target host = [] {
+    Target t;
+    t.isa = detect_isa();
+    t.cores = static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+    t.l1d_bytes = sysconf_bytes(_SC_LEVEL1_DCACHE_SIZE);
+    t.l2_bytes = sysconf_bytes(_SC_LEVEL2_CACHE_SIZE);
+    t.l3_bytes = sysconf_bytes(_SC_LEVEL3_CACHE_SIZE);
+    return t;
+  }();
+  return host;
+}
+
+Result<Target> target_for(std::string_view name) {
+  Target t = host_target();
+  if (name == "native" || name.empty()) return t;
+  const auto tier = parse_isa_tier(name);
+  if (!tier) {
+    std::string known = "native";
+    for (IsaTier k : all_isa_tiers()) known += str_cat(", ", isa_tier_name(k));
+    return Status::user_error(str_cat("unknown target '", name, "' (known: ", known, ")"));
+  }
+  if (*tier > t.isa) {
+    return Status::user_error(str_cat("target '", name, "' needs instructions this CPU lacks (it is ",
+                                      isa_tier_name(t.isa), ")"));
+  }
+  t.isa = *tier;
+  return t;
+}
+
+Target active_target() {
+  std::lock_guard lock(target_mutex());
+  auto& active = active_slot();
+  if (!active) active = target_from_environment();
+  return *active;
+}
+
+void set_active_target(const Target& target) {
+  std::lock_guard lock(target_mutex());
+  active_slot() = target;
+}
+
+}  // namespace opfuse

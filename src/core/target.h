@@ -1,0 +1,70 @@
+// The CPU a compile is for: ISA tier, vector width, cores and caches. Detected once from the
+// host and optionally capped to a lower tier (`--target avx2`, SessionOptions::target, or the
+// OPFUSE_TARGET / ONEDNN_MAX_CPU_ISA environment variables), so one machine can compile, test
+// and benchmark for a lesser one. Every ISA-dependent decision reads the active Target; nothing
+// else asks the CPU. The oneDNN and Highway caps that make kernels obey it are applied by the
+// kernel layer (kernels/target_caps.h), since the core links neither library.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace opfuse {
+
+// Ordered: a higher tier runs everything a lower one does. Names are oneDNN's (dnnl::cpu_isa).
+enum class IsaTier : int {
+  kSse41 = 0,
+  kAvx2,
+  kAvx512Core,      // AVX-512 F/BW/VL/DQ
+  kAvx512CoreVnni,  // + VNNI
+  kAvx512CoreBf16,  // + BF16
+  kAvx512CoreAmx,   // + AMX tiles
+};
+
+std::string_view isa_tier_name(IsaTier tier);  // "avx2"
+// A tier by name, any case ("AVX2" as oneDNN's environment spells it); nullopt if unknown.
+std::optional<IsaTier> parse_isa_tier(std::string_view name);
+// Every tier, lowest first (for --help and error messages).
+const std::vector<IsaTier>& all_isa_tiers();
+
+struct Target {
+  IsaTier isa = IsaTier::kSse41;
+  int cores = 1;          // logical CPUs this process may run on
+  int64_t l1d_bytes = 0;  // per core; 0: unknown
+  int64_t l2_bytes = 0;   // per core; 0: unknown
+  int64_t l3_bytes = 0;   // as the OS reports it (shared); 0: unknown
+
+  // Bytes of one f32 vector register the tier computes with (16, 32 or 64).
+  int vector_bytes() const;
+  // Channels per block of the blocked activation layout (nChw<b>c) whose direct convolution,
+  // pooling and binary kernels oneDNN 2.6 has at this tier: 16 with AVX-512; on AVX2 and
+  // SSE4.1 only nChw8c has them (nChw16c falls to reference loops there).
+  int64_t channel_block() const;
+  bool has_avx512() const { return isa >= IsaTier::kAvx512Core; }
+  // "avx512_core_bf16 (64-byte vectors), 2 cores, L1d 48 KiB, L2 1 MiB, L3 508 MiB"
+  std::string describe() const;
+};
+
+// The host CPU, detected once (cpuid for the ISA, sysconf for caches and cores).
+const Target& host_target();
+
+// The host target capped at `name` ("native", or a tier name from all_isa_tiers()). A tier the
+// host does not have is a user error naming both: kernels could not run. (Passes alone may
+// compile for any tier: set PassContext::target's isa directly, as the golden tests do.)
+Result<Target> target_for(std::string_view name);
+
+// The target compiles use: set by set_active_target, else the host capped by the environment
+// (OPFUSE_TARGET, then oneDNN's own ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA, so a user who caps
+// oneDNN by hand gets layouts oneDNN has kernels for). An unusable environment value is ignored
+// with a warning on stderr (the CLI's --target reports it as an error instead).
+Target active_target();
+// Replaces the active target. Only the kernel layer calls this (apply_target), together with
+// the library caps; see kernels/target_caps.h.
+void set_active_target(const Target& target);
+
+}  // namespace opfuse
