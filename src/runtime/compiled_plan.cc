@@ -103,16 +103,19 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
     std::vector<int> outputs;
     for (const Value* out : node->outputs()) {
       OPFUSE_ASSIGN_OR_RETURN(auto dims, static_dims_of(out));
+      // Every output, graph outputs included, must fit before a kernel is made for it: kernels
+      // plan index arithmetic over these dims at creation (an Expand to [2^40, 2^40, 4] would
+      // overflow it).
+      OPFUSE_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(dims, str_cat("value '", out->name(), "'")));
+      const auto elem = static_cast<int64_t>(dtype_size(out->dtype));
+      if (static_cast<uint64_t>(numel) > max_allocation_bytes() / static_cast<uint64_t>(elem)) {
+        return Status::user_error(str_cat(node->describe(), ": output '", out->name(), "' (",
+                                          out->type_string(), ") needs more than the allocation cap of ",
+                                          max_allocation_bytes(), " bytes"));
+      }
       if (output_index.count(out)) {
         outputs.push_back(add_slot(out, Slot{SlotKind::kGraphOutput, output_index[out], nullptr, out->dtype, dims}));
       } else {
-        OPFUSE_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(dims, str_cat("value '", out->name(), "'")));
-        const auto elem = static_cast<int64_t>(dtype_size(out->dtype));
-        if (static_cast<uint64_t>(numel) > max_allocation_bytes() / static_cast<uint64_t>(elem)) {
-          return Status::user_error(str_cat(node->describe(), ": output '", out->name(), "' (",
-                                            out->type_string(), ") needs more than the allocation cap of ",
-                                            max_allocation_bytes(), " bytes"));
-        }
         const int64_t bytes = numel * elem;
         buffers_.push_back(BufferRequest{bytes, step_index, step_index});
         outputs.push_back(add_slot(out, Slot{SlotKind::kArena, static_cast<int>(buffers_.size() - 1),

@@ -109,6 +109,24 @@ TEST_P(RuntimeLimitsTest, LoweredCapAppliesToRunTimeShapes) {
   expect_user_error(refused.status(), {"allocation cap of 16384"});
 }
 
+// An Expand to [2^40, 2^40, 4] returned as a graph output: refused with a clear error before any
+// kernel is created for it (under UBSan, creating hwy.expand's move plan first overflowed a
+// signed multiply).
+TEST(RuntimeLimitsCompileTest, HugeGraphOutputIsRefusedBeforeItsKernelIsCreated) {
+  Graph g;
+  Value* x = g.add_input("x", DType::kF32, Shape{Dim(1)});
+  const int64_t big = int64_t{1} << 40;
+  Value* shape = g.add_constant("shape", Tensor::from_vector<int64_t>({3}, {big, big, 4}));
+  Node* expand = g.add_node("Expand", {x, shape}, {"y"}, {}, "expand").value();
+  g.add_output(expand->output(0));
+  SessionOptions options;
+  options.level = OptLevel::kO3;
+  Result<Session> s = Session::create(std::move(g), options);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().kind(), ErrorKind::kUser) << s.status().message();
+  EXPECT_NE(s.status().message().find("'y'"), std::string::npos) << s.status().message();
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, RuntimeLimitsTest,
                          testing::Values(ExecutionMode::kEager, ExecutionMode::kGraph),
                          [](const testing::TestParamInfo<ExecutionMode>& info) {
