@@ -3,6 +3,8 @@
 #include "frontend/onnx/exporter.h"
 
 #include <gtest/gtest.h>
+
+#include "core/target.h"
 #include <onnx/onnx_pb.h>
 
 #include <cstdlib>
@@ -59,6 +61,31 @@ TEST(OnnxExport, FusedOpsGoToTheOpfuseDomainWithTheirAttributes) {
   auto refused = export_onnx(analysis->after, standard);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("domain 'opfuse'"), std::string::npos);
+}
+
+// A model optimised for one ISA tier records it; loading it where the active target is lower
+// is refused with a message naming both (its layouts would run on reference loops).
+TEST(OnnxExport, OptimisedModelRecordsItsTargetAndIsRefusedBelowIt) {
+  auto g = parse_graph(R"(graph @main opset 13 (%x: f32[2]) {
+  %y: f32[2] = Relu(%x) #relu
+  return %y
+})");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const IsaTier here = active_target().isa;
+  OnnxExportOptions options;
+  options.target = std::string(isa_tier_name(here));
+  auto same = export_onnx(*g, options);
+  ASSERT_TRUE(same.is_ok());
+  EXPECT_TRUE(load_onnx_bytes(*same, "", {}, "same.onnx").is_ok());
+  if (here == IsaTier::kAvx512CoreAmx) GTEST_SKIP() << "no tier above this one";
+  options.target = std::string(isa_tier_name(static_cast<IsaTier>(static_cast<int>(here) + 1)));
+  auto higher = export_onnx(*g, options);
+  ASSERT_TRUE(higher.is_ok());
+  auto refused = load_onnx_bytes(*higher, "", {}, "higher.onnx");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().kind(), ErrorKind::kUser);
+  EXPECT_NE(refused.status().message().find("was optimised for " + options.target), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(OnnxExport, StandardOnlyDisablesRulesThatMakeOpfuseOps) {

@@ -37,6 +37,7 @@ Status optimize(const OptimizeArgs& args) {
   }
   OnnxExportOptions export_options;
   export_options.standard_only = args.standard_only;
+  export_options.target = std::string(isa_tier_name(active_target().isa));
   OPFUSE_ASSIGN_OR_RETURN(std::string bytes, export_onnx(analysis.after, export_options));
   OPFUSE_TRY(write_output(args.output, bytes, args.force));
   std::map<std::string, int> domains;

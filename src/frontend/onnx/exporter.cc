@@ -103,6 +103,11 @@ Result<std::string> export_onnx(const Graph& graph, const OnnxExportOptions& opt
   model.set_ir_version(8);
   model.set_producer_name("opfuse");
   model.set_producer_version("0.1");
+  if (!options.target.empty()) {
+    onnx::StringStringEntryProto* entry = model.add_metadata_props();
+    entry->set_key(kTargetMetadataKey);
+    entry->set_value(options.target);
+  }
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(options.graph_name);
 

@@ -18,7 +18,12 @@ struct OnnxExportOptions {
   std::string graph_name = "opfuse";
   // Fail when a node is outside the default ONNX domain (other runtimes could not load it).
   bool standard_only = false;
+  // The ISA tier the graph was optimised for (isa_tier_name), recorded as the model's metadata
+  // kTargetMetadataKey; the importer refuses the model when the active target is lower.
+  std::string target;
 };
+
+inline constexpr const char* kTargetMetadataKey = "opfuse.target";
 
 // The serialized ModelProto.
 Result<std::string> export_onnx(const Graph& graph, const OnnxExportOptions& options = {});

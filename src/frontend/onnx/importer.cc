@@ -1,11 +1,16 @@
 #include "frontend/onnx/importer.h"
 
+#include "core/target.h"
+#include "frontend/onnx/exporter.h"
+
 #include <google/protobuf/io/coded_stream.h>
 
 #include <climits>
 #include <filesystem>
 #include <fstream>
 
+#include "core/target.h"
+#include "frontend/onnx/exporter.h"
 #include "frontend/onnx/functions.h"
 #include "frontend/onnx/graph_builder.h"
 
@@ -40,9 +45,29 @@ Result<onnx::ModelProto> parse_model(std::string_view bytes, const std::string& 
   return model;
 }
 
+// A model `opfuse optimize` wrote for a higher ISA tier than this process compiles for holds
+// kernels' choices (blocked layouts, post-op placement) that run badly or not at all here.
+Status check_optimised_target(const onnx::ModelProto& model, const std::string& source) {
+  for (const auto& entry : model.metadata_props()) {
+    if (entry.key() != kTargetMetadataKey) continue;
+    const auto tier = parse_isa_tier(entry.value());
+    const Target here = active_target();
+    if (!tier) {
+      return Status::user_error(str_cat(source, ": optimised for an unknown target '", entry.value(), "'"));
+    }
+    if (*tier > here.isa) {
+      return Status::user_error(str_cat(source, " was optimised for ", entry.value(), ", but this process runs for ",
+                                        isa_tier_name(here.isa), ": optimise the original model here "
+                                        "(opfuse optimize MODEL --target ", isa_tier_name(here.isa), ")"));
+    }
+  }
+  return Status::ok();
+}
+
 Result<Graph> load(std::string_view bytes, const std::string& base_dir,
                    const OnnxLoadOptions& options, const std::string& source) {
   OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, source));
+  OPFUSE_TRY(check_optimised_target(model, source));
   // Model-local functions are composite ops: inline them so the fuser sees their primitives.
   if (Status s = onnx_import::inline_local_functions(model); !s.is_ok()) return s.with_context(source);
   Result<Graph> graph = onnx_import::build_graph(model, base_dir, options);
