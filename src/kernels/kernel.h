@@ -39,6 +39,10 @@ struct KernelCompileContext {
   // The constant data of each input (weights), or nullptr when the input is computed at run time.
   std::vector<const Tensor*> constants;
   int threads = 1;
+  // The kernel must give NaN and Inf exactly as the reference does. False when no input of the
+  // node can hold one (runtime/non_finite.h), so a post-op that maps NaN to a number (oneDNN's
+  // relu, clip) may run inside the library kernel.
+  bool exact_non_finite = true;
 };
 
 // One optimised implementation of one op type.

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ops/op_def.h"
+#include "runtime/non_finite.h"
 
 namespace opfuse {
 
@@ -67,6 +68,7 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
   std::unordered_map<const Value*, int> output_index;
   for (size_t i = 0; i < graph_->outputs().size(); ++i) output_index[graph_->outputs()[i]] = static_cast<int>(i);
 
+  const auto may_be_non_finite = values_that_may_be_non_finite(*graph_, options.inputs_finite);
   const std::vector<Node*> nodes = graph_->nodes();
   for (const Node* node : nodes) {
     const int step_index = static_cast<int>(steps_.size());
@@ -123,6 +125,8 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
       }
     }
     KernelCompileContext ctx{*node, std::move(constants), options.threads};
+    ctx.exact_non_finite = std::any_of(node->inputs().begin(), node->inputs().end(),
+                                       [&](const Value* in) { return in != nullptr && may_be_non_finite.count(in) > 0; });
     OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, create_kernel(ctx));
     steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs)});
   }

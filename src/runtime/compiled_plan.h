@@ -21,6 +21,9 @@ namespace opfuse {
 
 struct CompileOptions {
   int threads = 0;  // OpenMP threads per run; 0 keeps the process default
+  // The plan will only be run on inputs whose floats are all finite (runtime/non_finite.h):
+  // kernels of nodes that cannot then see NaN or Inf need not keep their semantics.
+  bool inputs_finite = false;
 };
 
 // When one step of a timed run started (microseconds from the run's start) and how long it took.

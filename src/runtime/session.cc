@@ -5,6 +5,7 @@
 
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
+#include "runtime/non_finite.h"
 #include "passes/infer_shapes.h"
 
 namespace opfuse {
@@ -12,7 +13,8 @@ namespace opfuse {
 // Compiled plans by input dims: a model with symbolic dims is compiled once per shape it meets.
 struct Session::PlanCache {
   std::mutex mutex;
-  std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<const CompiledPlan>> plans;
+  // By input dims, and whether the plan assumes finite inputs (CompileOptions::inputs_finite).
+  std::map<std::pair<std::vector<std::vector<int64_t>>, bool>, std::shared_ptr<const CompiledPlan>> plans;
 };
 
 std::string_view execution_mode_name(ExecutionMode mode) {
@@ -56,16 +58,17 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
       if (sig.shape) shapes.push_back(*sig.shape);
     }
     if (all_static) {
-      OPFUSE_ASSIGN_OR_RETURN(auto plan, session.compile_for(shapes));
-      std::vector<std::vector<int64_t>> key;
-      for (const Shape& s : shapes) key.push_back(*static_dims(s));
-      session.plans_->plans[key] = std::move(plan);
+      OPFUSE_ASSIGN_OR_RETURN(auto plan, session.compile_for(shapes, /*inputs_finite=*/true));
+      std::vector<std::vector<int64_t>> dims;
+      for (const Shape& s : shapes) dims.push_back(*static_dims(s));
+      session.plans_->plans[{dims, true}] = std::move(plan);
     }
   }
   return session;
 }
 
-Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes) const {
+Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
+                                                                 bool inputs_finite) const {
   Graph graph = graph_->clone();
   for (size_t i = 0; i < graph.inputs().size(); ++i) graph.inputs()[i]->shape = input_shapes[i];
   // Values inferred for the symbolic signature are recomputed for these concrete shapes.
@@ -83,6 +86,7 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   OPFUSE_TRY(verify_graph(graph));
   CompileOptions compile;
   compile.threads = options_.threads;
+  compile.inputs_finite = inputs_finite;
   OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
   plan->set_pass_decisions(std::move(context.decisions));
   return std::shared_ptr<const CompiledPlan>(std::move(plan));
@@ -90,11 +94,13 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
 
 Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& inputs) const {
   OPFUSE_TRY(check_inputs(inputs));
-  std::vector<std::vector<int64_t>> key;
+  std::pair<std::vector<std::vector<int64_t>>, bool> key{{}, true};
   std::vector<Shape> shapes;
   for (const auto& sig : inputs_) {
-    key.push_back(inputs.at(sig.name).dims());
-    shapes.push_back(make_shape(key.back()));
+    const Tensor& t = inputs.at(sig.name);
+    key.first.push_back(t.dims());
+    shapes.push_back(make_shape(key.first.back()));
+    key.second = key.second && all_finite(t);  // one pass over the inputs (an image: ~20 us)
   }
   {
     std::lock_guard lock(plans_->mutex);
@@ -102,7 +108,7 @@ Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& i
     if (it != plans_->plans.end()) return it->second;
   }
   // Compiled outside the lock; if two threads race, both compile and the first result is kept.
-  OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes));
+  OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes, key.second));
   std::lock_guard lock(plans_->mutex);
   return plans_->plans.try_emplace(key, std::move(plan)).first->second;
 }

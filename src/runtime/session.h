@@ -58,13 +58,17 @@ class Session {
   Result<TensorMap> run_eager_with_stats(const TensorMap& inputs, EagerStats& stats) const;
 
   // Graph mode: the compiled plan for these inputs' shapes (compiled on first use, then cached).
+  // Inputs holding NaN or Inf get a plan that keeps their semantics in every kernel; inputs all
+  // finite a plan that may clamp inside library kernels where NaN cannot arise
+  // (runtime/non_finite.h).
   Result<std::shared_ptr<const CompiledPlan>> plan_for(const TensorMap& inputs) const;
   const SessionOptions& options() const { return options_; }
 
  private:
   struct PlanCache;
   Status check_inputs(const TensorMap& inputs) const;
-  Result<std::shared_ptr<const CompiledPlan>> compile_for(const std::vector<Shape>& input_shapes) const;
+  Result<std::shared_ptr<const CompiledPlan>> compile_for(const std::vector<Shape>& input_shapes,
+                                                          bool inputs_finite) const;
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;

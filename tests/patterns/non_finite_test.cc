@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "graph_test_util.h"
+#include "runtime/non_finite.h"
 
 namespace opfuse {
 namespace {
@@ -111,6 +112,65 @@ TEST_P(NonFiniteTest, ConvTransposeReluKeepsNaN) {
   return %y
 })";
   expect_matches_eager(text, GetParam());
+}
+
+// With every input finite the session runs a plan whose anchors clamp inside the library kernel
+// (nothing upstream can make NaN); an input holding NaN gets the NaN-exact plan, clamping in our
+// own pass. Both compute what eager mode computes.
+TEST(NonFinitePlanTest, FiniteInputsClampInsideTheLibraryKernel) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,16,8,8]) {
+  %w: f32[16,16,3,3] = const splat 0.02
+  %c: f32[1,16,8,8] = Conv(%x, %w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv
+  %y: f32[1,16,8,8] = Relu(%c) #relu
+  return %y
+})";
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok());
+  SessionOptions options;
+  options.level = OptLevel::kO2;
+  auto session = Session::create(g->clone(), options);
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  const TensorMap finite = testing_graphs::random_inputs(*g, 3);
+  const TensorMap special = inputs_with_specials(*g);
+  auto conv_step = [&](const TensorMap& inputs) {
+    auto plan = session->plan_for(inputs);
+    EXPECT_TRUE(plan.is_ok());
+    for (const std::string& s : (*plan)->describe_steps()) {
+      if (s.find("'conv'") != std::string::npos) return s;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(conv_step(finite).find("then relu"), std::string::npos) << conv_step(finite);
+  EXPECT_NE(conv_step(special).find("then relu"), std::string::npos) << conv_step(special);
+  for (const TensorMap* inputs : {&finite, &special}) {
+    auto want = run_eager(*g, *inputs);
+    auto got = session->run(*inputs);
+    ASSERT_TRUE(want.is_ok() && got.is_ok());
+    EXPECT_LE(max_relative_difference(*got, *want), 1e-4);
+  }
+}
+
+// What may hold NaN or Inf when the inputs are finite: what a Log makes and everything after it,
+// and what a constant holding NaN reaches; not what finite-preserving ops make of finite values.
+TEST(NonFinitePlanTest, AnalysisFollowsOpsThatCanMakeNaN) {
+  auto g = parse_graph(R"(graph @main opset 13 (%x: f32[4]) {
+  %bad: f32[4] = const [1, nan, 2, 3]
+  %a: f32[4] = Relu(%x) #relu
+  %l: f32[4] = Log(%a) #log
+  %b: f32[4] = Add(%l, %x) #after_log
+  %c: f32[4] = Mul(%a, %bad) #nan_const
+  %d: f32[4] = Sigmoid(%a) #fine
+  return %b, %c, %d
+})");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const auto finite = values_that_may_be_non_finite(*g, true);
+  auto may = [&](const char* name) { return finite.count(g->find_value(name)) > 0; };
+  EXPECT_FALSE(may("a"));
+  EXPECT_TRUE(may("l"));
+  EXPECT_TRUE(may("b"));
+  EXPECT_TRUE(may("c"));
+  EXPECT_FALSE(may("d"));
+  EXPECT_TRUE(values_that_may_be_non_finite(*g, false).count(g->find_value("a")) > 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, NonFiniteTest,

@@ -192,8 +192,8 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
 
 // The epilogue's leading post-ops that run inside the primitive; the rest run after it as our
 // own pass (onednn_post_ops.h: HostEpilogueKernel).
-std::span<const PostOp> in_primitive(const std::vector<PostOp>& epilogue) {
-  return std::span<const PostOp>(epilogue).first(cheap_conv_post_ops(epilogue));
+std::span<const PostOp> in_primitive(const KernelCompileContext& ctx, const std::vector<PostOp>& epilogue) {
+  return std::span<const PostOp>(epilogue).first(cheap_conv_post_ops(epilogue, ctx.exact_non_finite));
 }
 
 bool blocked_conv_supports(const KernelCompileContext& ctx) {
@@ -201,7 +201,7 @@ bool blocked_conv_supports(const KernelCompileContext& ctx) {
   auto epilogue = read_epilogue(ctx.node);
   if (!g || !epilogue.is_ok()) return false;
   if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y_dims) return false;
-  const auto head = in_primitive(*epilogue);
+  const auto head = in_primitive(ctx, *epilogue);
   if (!hwy_cpu::vector_post_ops(std::span<const PostOp>(*epilogue).subspan(head.size()))) return false;
   return try_dnnl<bool>([&] {
            build_blocked_conv_plan(ctx, *g, {head.begin(), head.end()});
@@ -213,7 +213,7 @@ Result<std::unique_ptr<Kernel>> blocked_conv_create(const KernelCompileContext& 
   const auto g = blocked_conv_geometry(ctx);
   OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node));
   if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.blocked_conv node"));
-  const auto head = in_primitive(epilogue);
+  const auto head = in_primitive(ctx, epilogue);
   OPFUSE_ASSIGN_OR_RETURN(auto conv, make_kernel("onednn.blocked_conv", ctx.node, [&] {
                             return build_blocked_conv_plan(ctx, *g, {head.begin(), head.end()});
                           }));

@@ -56,18 +56,20 @@ bool onednn_keeps_nan(const PostOp& op) {
   }
 }
 
-size_t nan_keeping_post_ops(std::span<const PostOp> ops) {
+size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
-  while (n < ops.size() && onednn_keeps_nan(ops[n])) ++n;
+  while (n < ops.size() && (!exact_non_finite || onednn_keeps_nan(ops[n]))) ++n;
   return n;
 }
 
-size_t cheap_conv_post_ops(std::span<const PostOp> ops) {
+size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
   while (n < ops.size()) {
     const DnnlPostOp kind = ops[n].spec->dnnl;
-    if (!onednn_keeps_nan(ops[n]) ||
-        (kind != DnnlPostOp::kEltwiseRelu && kind != DnnlPostOp::kEltwiseLinear && kind != DnnlPostOp::kBinaryAdd)) {
+    // relu and leaky_relu share kEltwiseRelu.
+    if ((exact_non_finite && !onednn_keeps_nan(ops[n])) ||
+        (kind != DnnlPostOp::kEltwiseRelu && kind != DnnlPostOp::kEltwiseClip &&
+         kind != DnnlPostOp::kEltwiseLinear && kind != DnnlPostOp::kBinaryAdd)) {
       break;
     }
     ++n;
@@ -95,7 +97,9 @@ Result<std::unique_ptr<Kernel>> with_host_epilogue(const Node& node, std::unique
   if (rest.empty()) return anchor;
   auto ops = hwy_cpu::vector_post_ops(rest);
   if (!ops) return Status::internal_error(str_cat(node.describe(), ": a post-op has no vector form"));
-  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*ops)));
+  std::string names;
+  for (const PostOp& op : rest) names += str_cat(names.empty() ? "" : ", ", op.spec->name);
+  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*ops), std::move(names)));
 }
 
 }  // namespace opfuse::onednn

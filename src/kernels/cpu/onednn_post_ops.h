@@ -29,31 +29,36 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
 // Whether oneDNN's kernels keep ONNX's NaN semantics for `op`. Its relu with alpha 0 and its
 // clip are max/min instructions that return the bound for a NaN lane (relu(NaN) = 0), where
 // ONNX's Relu, Clip and HardSigmoid give NaN: a silently finite answer where the unfused graph
-// shows the problem. Those run in our own pass (hwy_epilogue.cc keeps NaN).
+// shows the problem. Those run in our own pass (hwy_epilogue.cc keeps NaN) when the node may see
+// NaN or Inf (KernelCompileContext::exact_non_finite).
 bool onednn_keeps_nan(const PostOp& op);
-// How many leading post-ops oneDNN applies with ONNX's NaN semantics.
-size_t nan_keeping_post_ops(std::span<const PostOp> ops);
+// How many leading post-ops oneDNN may apply: all when `exact_non_finite` is false, else those
+// before the first one it would not keep NaN through.
+size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
 
-// How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost and with
-// ONNX's NaN semantics (leaky_relu, linear and the residual add; the costs are in
-// hwy_epilogue.h). The rest run as our own pass over the output (HostEpilogueKernel).
-size_t cheap_conv_post_ops(std::span<const PostOp> ops);
+// How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost (relu,
+// leaky_relu, clip, linear and the residual add; the costs are in hwy_epilogue.h), stopping, when
+// `exact_non_finite`, at one it would not keep NaN through. The rest run as our own pass over
+// the output (HostEpilogueKernel).
+size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
 
 // An anchor's oneDNN kernel (with the leading post-ops of its epilogue) followed by the rest of
 // the epilogue, applied in place to output 0 by hwy_cpu::apply_post_ops; an "add" among them
 // reads the residual input 3 (laid out as the output).
 class HostEpilogueKernel final : public Kernel {
  public:
-  HostEpilogueKernel(std::unique_ptr<Kernel> anchor, std::vector<hwy_cpu::VectorPostOp> rest)
-      : anchor_(std::move(anchor)), rest_(std::move(rest)) {}
+  HostEpilogueKernel(std::unique_ptr<Kernel> anchor, std::vector<hwy_cpu::VectorPostOp> rest, std::string rest_names)
+      : anchor_(std::move(anchor)), rest_(std::move(rest)), rest_names_(std::move(rest_names)) {}
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return anchor_->name(); }
-  std::string implementation() const override { return anchor_->implementation(); }
+  // "jit:avx2, then relu": the library's kernel, then the post-ops our pass applies.
+  std::string implementation() const override { return anchor_->implementation() + ", then " + rest_names_; }
   int in_place_input() const override { return anchor_->in_place_input(); }
 
  private:
   std::unique_ptr<Kernel> anchor_;
   std::vector<hwy_cpu::VectorPostOp> rest_;
+  std::string rest_names_;  // "relu, add"
 };
 
 // `anchor` alone when `rest` is empty, else wrapped in a HostEpilogueKernel; an error when a
