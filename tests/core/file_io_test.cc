@@ -1,6 +1,7 @@
 #include "core/file_io.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,7 @@ class FileIoTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("opfuse_file_io_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           str_cat("opfuse_file_io_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

@@ -1,6 +1,7 @@
 #include "core/npy.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -65,7 +66,7 @@ TEST(NpyTest, BadFilesAreUserErrorsNamingTheFile) {
 }
 
 TEST(NpyTest, WriteThenRead) {
-  const auto path = std::filesystem::temp_directory_path() / "opfuse_npy_test.npy";
+  const auto path = std::filesystem::temp_directory_path() / str_cat("opfuse_npy_test_", getpid(), ".npy");
   Tensor x = Tensor::from_vector<int64_t>({2, 2}, {1, -2, 3, 1LL << 40});
   ASSERT_TRUE(write_npy(path.string(), x).is_ok());
   auto y = read_npy(path.string());

@@ -2,6 +2,7 @@
 // its ops run inside an ONNX model (in-process and through `opfuse run --custom-op-lib`), and
 // broken plugins fail with errors naming the problem.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -117,7 +118,7 @@ TEST(PluginTest, BrokenPluginsFailWithNamedErrors) {
             std::string::npos) << dup.status().message();
 
   // A file that is not a shared library: dlopen's own message is passed on.
-  const fs::path junk = fs::temp_directory_path() / "opfuse_plugin_test_junk.so";
+  const fs::path junk = fs::temp_directory_path() / str_cat("opfuse_plugin_test_junk_", getpid(), ".so");
   std::ofstream(junk) << "not an ELF file";
   auto bad = load_custom_op_library(junk.string());
   fs::remove(junk);
@@ -129,7 +130,7 @@ using testing_cli::CommandResult;
 using testing_cli::run_cli;
 
 TEST(PluginTest, CliLoadsThePluginForTheModel) {
-  const fs::path dir = fs::temp_directory_path() / "opfuse_plugin_cli_test";
+  const fs::path dir = fs::temp_directory_path() / str_cat("opfuse_plugin_cli_test_", getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "model.onnx", std::ios::binary) << model_bytes(0);

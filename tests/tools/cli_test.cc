@@ -1,6 +1,7 @@
 // The `opfuse` binary: exit codes (0 ok, 1 user error, 2 internal) and messages naming the
 // culprit, for each command.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <onnx/onnx_pb.h>
 
 #include <array>
@@ -24,7 +25,7 @@ class CliTest : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("opfuse_cli_test_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+           str_cat("opfuse_cli_test_", getpid(), "_", testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

@@ -1,6 +1,7 @@
 // The fusion tooling commands of the `opfuse` binary: report, viz, profile, validate, optimize,
 // the fusion flags and config file, and the seed scenario (a classifier head excluded by glob).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,7 @@ class FusionCliTest : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("opfuse_fusion_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+           str_cat("opfuse_fusion_cli_", getpid(), "_", testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     // The block-and-head model as an ONNX file.
