@@ -38,6 +38,10 @@ struct OpTraits {
   // plan aliases the buffers instead of running a kernel.
   bool output_is_view = false;
   bool has_side_effects = false;  // never removed or folded
+  // Finite inputs give finite outputs (up to overflow of huge values): no unbounded division,
+  // logarithm, root, power or exponential. Read by the NaN analysis of compiled plans
+  // (runtime/non_finite.h) and by the layout pass (padded lanes must stay finite).
+  bool finite_preserving = false;
 };
 
 struct AttrSpec {

@@ -1,6 +1,26 @@
 #include "ops/op_list.h"
 
+#include <set>
+#include <string>
+
 namespace opfuse {
+
+namespace {
+
+// OpTraits::finite_preserving, for these ops (ONNX names; the opfuse ones are fusions of them).
+// Sigmoid, Tanh, Elu, Gelu, Softmax are bounded exponentials; BatchNormalization and the
+// LayerNorms divide by sqrt(var + eps), eps > 0.
+const std::set<std::string, std::less<>> kFinitePreserving = {
+    "Conv", "ConvTranspose", "MatMul", "Gemm", "Add", "Sub", "Mul", "Neg", "Abs", "Max", "Min",
+    "Relu", "LeakyRelu", "PRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu",
+    "Gelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Reshape",
+    "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Resize", "Slice", "Split", "Pad",
+    "BatchNormalization", "Softmax", "LayerNormalization", "Gather", "Expand", "Tile", "Shape",
+    // opfuse domain
+    "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
+    "FromBlocked", "Reblock", "SkipLayerNormalization"};
+
+}  // namespace
 
 std::vector<OpDef> builtin_ops() {
   std::vector<OpDef> all;
@@ -10,6 +30,7 @@ std::vector<OpDef> builtin_ops() {
                       layout_ops}) {
     for (OpDef& def : family()) all.push_back(std::move(def));
   }
+  for (OpDef& def : all) def.traits.finite_preserving = kFinitePreserving.count(def.name) > 0;
   return all;
 }
 

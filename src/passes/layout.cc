@@ -74,15 +74,6 @@ constexpr int64_t kPlainInputChannels = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Elementwise ops that map finite inputs to finite outputs, so garbage in padded lanes stays
-// finite (conv weights of padded channels are zero, and 0 * finite = 0).
-bool finite_preserving(const std::string& op) {
-  static const std::unordered_set<std::string> kOps = {
-      "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "Elu", "Add",
-      "Sub", "Mul", "Max", "Min", "Neg", "Abs", "Identity", "PRelu"};
-  return kOps.count(op) > 0;
-}
-
 struct BlockedValue {
   Value* value = nullptr;  // f32[N, ceil(C/b), H, W, b], or [N, 1, H, W, C] (block 0)
   int64_t channels = 0;    // C
@@ -424,7 +415,7 @@ class LayoutPass {
       return std::optional<Plan>();
     }
     const int64_t c = (*y)[1];
-    if (padded(c) && !finite_preserving(node.op_type())) return std::optional<Plan>();
+    if (padded(c) && !node.def().traits.finite_preserving) return std::optional<Plan>();
     bool any_blocked = false;
     for (const Value* in : node.inputs()) any_blocked |= in != nullptr && blocked(in) != nullptr;
     if (!any_blocked) return std::optional<Plan>();
