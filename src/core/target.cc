@@ -1,5 +1,6 @@
 #include "core/target.h"
 
+#include <cpuid.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,17 @@
 namespace opfuse {
 namespace {
 
+// AMX tiles: cpuid leaf 7 EDX bit 24, and the OS saving the tile state (XCR0 bits 17 and 18).
+// By hand because clang 14's __builtin_cpu_supports knows no "amx-tile".
+bool has_amx_tiles() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 24))) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));  // OSXSAVE is implied by AVX-512
+  constexpr unsigned kTileState = (1u << 17) | (1u << 18);
+  return (xcr0_lo & kTileState) == kTileState;
+}
+
 IsaTier detect_isa() {
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the vector state (XCR0).
@@ -19,8 +31,7 @@ IsaTier detect_isa() {
   if (avx512) {
     if (!__builtin_cpu_supports("avx512vnni")) return IsaTier::kAvx512Core;
     if (!__builtin_cpu_supports("avx512bf16")) return IsaTier::kAvx512CoreVnni;
-    if (!__builtin_cpu_supports("amx-tile")) return IsaTier::kAvx512CoreBf16;
-    return IsaTier::kAvx512CoreAmx;
+    return has_amx_tiles() ? IsaTier::kAvx512CoreAmx : IsaTier::kAvx512CoreBf16;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return IsaTier::kAvx2;
   return IsaTier::kSse41;
