@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,18 +38,20 @@ inline TensorMap random_inputs(const Graph& g, uint64_t first_seed, float lo = -
 
 // What compiling a graph at a level and running it did.
 struct CompiledRun {
-  std::vector<std::string> steps;  // CompiledPlan::describe_steps
+  std::vector<std::string> steps;  // CompiledPlan::describe_steps (of the plan for these inputs)
   double diff = 1e9;               // max relative difference to eager mode over the runs
+  TensorMap want;                  // eager mode's outputs
 };
 
-// Parses `text`, compiles it at `level` and runs it twice on random_inputs(seed) (the second run
-// reuses the arena, which still holds the first run's values), comparing each run with eager
-// mode. Failures are reported as test failures; the outcome then stays at its defaults.
-inline CompiledRun compile_and_compare(const std::string& text, OptLevel level, uint64_t seed = 11) {
+// Parses `text`, compiles it at `level` and runs it twice on `make_inputs(graph)` (the second
+// run reuses the arena, which still holds the first run's values), comparing each run with
+// eager mode. Failures are reported as test failures; the outcome then stays at its defaults.
+template <std::invocable<const Graph&> MakeInputs>
+CompiledRun compile_and_compare(const std::string& text, OptLevel level, MakeInputs make_inputs) {
   auto g = parse_graph(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   if (!g.is_ok()) return {};
-  const TensorMap inputs = random_inputs(*g, seed);
+  const TensorMap inputs = make_inputs(*g);
   auto want = run_eager(*g, inputs);
   EXPECT_TRUE(want.is_ok()) << want.status().message();
   SessionOptions options;
@@ -61,6 +64,7 @@ inline CompiledRun compile_and_compare(const std::string& text, OptLevel level, 
   if (!plan.is_ok()) return {};
   CompiledRun out;
   out.steps = (*plan)->describe_steps();
+  out.want = *want;
   for (int run = 0; run < 2; ++run) {
     auto got = session->run(inputs);
     EXPECT_TRUE(got.is_ok()) << got.status().message();
@@ -68,6 +72,11 @@ inline CompiledRun compile_and_compare(const std::string& text, OptLevel level, 
     out.diff = std::max(run == 0 ? 0.0 : out.diff, max_relative_difference(*got, *want));
   }
   return out;
+}
+
+// The same on random_inputs(seed).
+inline CompiledRun compile_and_compare(const std::string& text, OptLevel level, uint64_t seed = 11) {
+  return compile_and_compare(text, level, [seed](const Graph& g) { return random_inputs(g, seed); });
 }
 
 }  // namespace opfuse::testing_graphs

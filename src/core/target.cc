@@ -48,14 +48,14 @@ std::string bytes_text(int64_t b) {
   return str_cat(b >> 10, " KiB");
 }
 
-std::mutex& target_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::optional<Target>& active_slot() {
-  static std::optional<Target> active;
-  return active;
+// The active target, once set or read from the environment.
+struct ActiveTarget {
+  std::mutex mutex;
+  std::optional<Target> target;
+};
+ActiveTarget& active() {
+  static ActiveTarget a;
+  return a;
 }
 
 Target target_from_environment() {
@@ -141,15 +141,16 @@ Result<Target> target_for(std::string_view name) {
 }
 
 Target active_target() {
-  std::lock_guard lock(target_mutex());
-  auto& active = active_slot();
-  if (!active) active = target_from_environment();
-  return *active;
+  ActiveTarget& a = active();
+  std::lock_guard lock(a.mutex);
+  if (!a.target) a.target = target_from_environment();
+  return *a.target;
 }
 
 void set_active_target(const Target& target) {
-  std::lock_guard lock(target_mutex());
-  active_slot() = target;
+  ActiveTarget& a = active();
+  std::lock_guard lock(a.mutex);
+  a.target = target;
 }
 
 }  // namespace opfuse

@@ -33,18 +33,19 @@ int64_t highway_targets_above(IsaTier tier) {
   return above;
 }
 
-std::mutex& caps_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::optional<IsaTier>& applied_tier() {
-  static std::optional<IsaTier> tier;
-  return tier;
+// The tier the libraries were capped to, once they were.
+struct AppliedCaps {
+  std::mutex mutex;
+  std::optional<IsaTier> tier;
+};
+AppliedCaps& caps() {
+  static AppliedCaps c;
+  return c;
 }
 
-// Caller holds caps_mutex().
+// Caller holds caps().mutex.
 Status apply_locked(const Target& target) {
-  auto& applied = applied_tier();
+  std::optional<IsaTier>& applied = caps().tier;
   if (applied) {
     if (*applied == target.isa) return Status::ok();
     return Status::user_error(str_cat("the target is chosen once per process and is already ",
@@ -68,14 +69,14 @@ Status apply_locked(const Target& target) {
 
 Result<Target> select_target(std::string_view name) {
   OPFUSE_ASSIGN_OR_RETURN(Target target, target_for(name));
-  std::lock_guard lock(caps_mutex());
+  std::lock_guard lock(caps().mutex);
   OPFUSE_TRY(apply_locked(target));
   return target;
 }
 
 void apply_target_caps() {
-  std::lock_guard lock(caps_mutex());
-  if (applied_tier()) return;
+  std::lock_guard lock(caps().mutex);
+  if (caps().tier) return;
   // The active target comes from the host capped by the environment; target_for already
   // refused tiers the host lacks, so oneDNN accepts it.
   (void)apply_locked(active_target());

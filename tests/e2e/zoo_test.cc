@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
@@ -67,6 +68,41 @@ std::vector<ZooCase> zoo_cases() {
   return cases;
 }
 
+// The zoo's reference inputs of `entry`; a file that cannot be read fails the test (nullopt).
+std::optional<TensorMap> zoo_inputs(const nlohmann::json& entry) {
+  TensorMap inputs;
+  for (const auto& in : entry["inputs"]) {
+    auto t = read_npy((zoo_dir() / in["file"].get<std::string>()).string());
+    EXPECT_TRUE(t.is_ok()) << t.status().message();
+    if (!t.is_ok()) return std::nullopt;
+    inputs[in["name"].get<std::string>()] = std::move(*t);
+  }
+  return inputs;
+}
+
+// The model of `entry` loaded and run in eager mode and in graph mode at `level` on `inputs`;
+// a failure fails the test (empty map).
+std::map<ExecutionMode, TensorMap> run_eager_and_graph(const nlohmann::json& entry, OptLevel level,
+                                                       const TensorMap& inputs) {
+  std::map<ExecutionMode, TensorMap> results;
+  for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
+    auto graph = load_onnx_file((zoo_dir() / entry["file"].get<std::string>()).string());
+    EXPECT_TRUE(graph.is_ok()) << graph.status().message();
+    if (!graph.is_ok()) return {};
+    SessionOptions options;
+    options.mode = mode;
+    options.level = level;
+    auto session = Session::create(std::move(*graph), options);
+    EXPECT_TRUE(session.is_ok()) << session.status().message();
+    if (!session.is_ok()) return {};
+    auto outputs = session->run(inputs);
+    EXPECT_TRUE(outputs.is_ok()) << outputs.status().message();
+    if (!outputs.is_ok()) return {};
+    results[mode] = std::move(*outputs);
+  }
+  return results;
+}
+
 // Eager mode and every graph level match PyTorch's output.
 TEST_P(ZooTest, MatchesPyTorch) {
   const nlohmann::json entry = load_manifest()[GetParam().model];
@@ -80,12 +116,9 @@ TEST_P(ZooTest, MatchesPyTorch) {
   auto session = Session::create(std::move(*graph), options);
   ASSERT_TRUE(session.is_ok()) << session.status().message();
 
-  TensorMap inputs;
-  for (const auto& in : entry["inputs"]) {
-    auto t = read_npy((dir / in["file"].get<std::string>()).string());
-    ASSERT_TRUE(t.is_ok()) << t.status().message();
-    inputs[in["name"].get<std::string>()] = std::move(*t);
-  }
+  const std::optional<TensorMap> loaded = zoo_inputs(entry);
+  ASSERT_TRUE(loaded.has_value());
+  const TensorMap& inputs = *loaded;
   auto outputs = session->run(inputs);
   ASSERT_TRUE(outputs.is_ok()) << outputs.status().message();
 
@@ -119,29 +152,14 @@ class ZooNaNTest : public testing::TestWithParam<ZooCase> {};
 
 TEST_P(ZooNaNTest, AllNaNInputGivesNaNWhereEagerDoes) {
   const nlohmann::json entry = load_manifest()[GetParam().model];
-  const fs::path dir = zoo_dir();
-  TensorMap inputs;
-  for (const auto& in : entry["inputs"]) {
-    auto t = read_npy((dir / in["file"].get<std::string>()).string());
-    ASSERT_TRUE(t.is_ok()) << t.status().message();
-    if (t->dtype() == DType::kF32) {
-      for (float& v : t->values<float>()) v = std::numeric_limits<float>::quiet_NaN();
-    }
-    inputs[in["name"].get<std::string>()] = std::move(*t);
+  std::optional<TensorMap> inputs = zoo_inputs(entry);
+  ASSERT_TRUE(inputs.has_value());
+  for (auto& [name, t] : *inputs) {
+    if (t.dtype() != DType::kF32) continue;
+    for (float& v : t.values<float>()) v = std::numeric_limits<float>::quiet_NaN();
   }
-  std::map<ExecutionMode, TensorMap> results;
-  for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
-    auto graph = load_onnx_file((dir / entry["file"].get<std::string>()).string());
-    ASSERT_TRUE(graph.is_ok()) << graph.status().message();
-    SessionOptions options;
-    options.mode = mode;
-    options.level = GetParam().level;
-    auto session = Session::create(std::move(*graph), options);
-    ASSERT_TRUE(session.is_ok()) << session.status().message();
-    auto outputs = session->run(inputs);
-    ASSERT_TRUE(outputs.is_ok()) << outputs.status().message();
-    results[mode] = std::move(*outputs);
-  }
+  auto results = run_eager_and_graph(entry, GetParam().level, *inputs);
+  ASSERT_EQ(results.size(), 2u);
   size_t eager_nans = 0;
   for (const auto& [name, want] : results[ExecutionMode::kEager]) {
     if (want.dtype() != DType::kF32) continue;
@@ -155,7 +173,7 @@ TEST_P(ZooNaNTest, AllNaNInputGivesNaNWhereEagerDoes) {
   }
   // Models whose float inputs reach their outputs: the test can fail.
   bool float_input = false;
-  for (const auto& [name, t] : inputs) float_input |= t.dtype() == DType::kF32;
+  for (const auto& [name, t] : *inputs) float_input |= t.dtype() == DType::kF32;
   if (float_input) EXPECT_GT(eager_nans, 0u);
 }
 
@@ -164,26 +182,10 @@ class ZooO3Test : public testing::TestWithParam<std::string> {};
 
 TEST_P(ZooO3Test, MatchesEagerWithin1e4) {
   const nlohmann::json entry = load_manifest()[GetParam()];
-  const fs::path dir = zoo_dir();
-  TensorMap inputs;
-  for (const auto& in : entry["inputs"]) {
-    auto t = read_npy((dir / in["file"].get<std::string>()).string());
-    ASSERT_TRUE(t.is_ok()) << t.status().message();
-    inputs[in["name"].get<std::string>()] = std::move(*t);
-  }
-  std::map<ExecutionMode, TensorMap> results;
-  for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
-    auto graph = load_onnx_file((dir / entry["file"].get<std::string>()).string());
-    ASSERT_TRUE(graph.is_ok()) << graph.status().message();
-    SessionOptions options;
-    options.mode = mode;
-    options.level = OptLevel::kO3;
-    auto session = Session::create(std::move(*graph), options);
-    ASSERT_TRUE(session.is_ok()) << session.status().message();
-    auto outputs = session->run(inputs);
-    ASSERT_TRUE(outputs.is_ok()) << outputs.status().message();
-    results[mode] = std::move(*outputs);
-  }
+  const std::optional<TensorMap> inputs = zoo_inputs(entry);
+  ASSERT_TRUE(inputs.has_value());
+  auto results = run_eager_and_graph(entry, OptLevel::kO3, *inputs);
+  ASSERT_EQ(results.size(), 2u);
   for (const auto& [name, want] : results[ExecutionMode::kEager]) {
     ASSERT_TRUE(results[ExecutionMode::kGraph].count(name)) << name;
     const Tensor& got = results[ExecutionMode::kGraph].at(name);

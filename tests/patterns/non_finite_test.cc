@@ -31,28 +31,14 @@ TensorMap inputs_with_specials(const Graph& g) {
 // Compiles `text` at `level`, runs it on inputs with specials and compares with eager mode:
 // NaN must meet NaN (max_relative_difference is infinite otherwise). Returns the steps.
 std::vector<std::string> expect_matches_eager(const std::string& text, OptLevel level) {
-  auto g = parse_graph(text);
-  EXPECT_TRUE(g.is_ok()) << g.status().message();
-  if (!g.is_ok()) return {};
-  const TensorMap inputs = inputs_with_specials(*g);
-  auto want = run_eager(*g, inputs);
-  EXPECT_TRUE(want.is_ok()) << want.status().message();
+  const testing_graphs::CompiledRun run = testing_graphs::compile_and_compare(text, level, inputs_with_specials);
   size_t nans = 0;
-  for (const auto& [name, t] : *want) {
+  for (const auto& [name, t] : run.want) {
     for (float v : t.to_float_vector()) nans += std::isnan(v);
   }
   EXPECT_GT(nans, 0u) << "the reference has no NaN, so the test could not fail";
-  SessionOptions options;
-  options.level = level;
-  auto session = Session::create(std::move(*g), options);
-  EXPECT_TRUE(session.is_ok()) << session.status().message();
-  if (!session.is_ok() || !want.is_ok()) return {};
-  auto got = session->run(inputs);
-  EXPECT_TRUE(got.is_ok()) << got.status().message();
-  if (!got.is_ok()) return {};
-  EXPECT_LE(max_relative_difference(*got, *want), 1e-4) << opt_level_name(level);
-  auto plan = session->plan_for(inputs);
-  return plan.is_ok() ? (*plan)->describe_steps() : std::vector<std::string>{};
+  EXPECT_LE(run.diff, 1e-4) << opt_level_name(level);
+  return run.steps;
 }
 
 class NonFiniteTest : public testing::TestWithParam<OptLevel> {};
