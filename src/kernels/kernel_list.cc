@@ -7,6 +7,7 @@
 #include "kernels/cpu/onednn_fused_matmul.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
+#include "kernels/cpu/packed_gemm_kernel.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/kernel.h"
 
@@ -34,6 +35,10 @@ const std::vector<KernelImpl>& all_kernels() {
         gemv_gemm_kernel(),
         gemv_fused_matmul_kernel(),
         gemv_fused_gemm_kernel(),
+        packed_matmul_kernel(),
+        packed_gemm_kernel(),
+        packed_fused_matmul_kernel(),
+        packed_fused_gemm_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),

@@ -85,6 +85,10 @@ void apply_target_caps() {
 std::string_view highway_dispatch_target() {
   // Best first: what HWY_DYNAMIC_DISPATCH picks among the targets the kernels were compiled for.
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  // Highway 1.0.3's SupportedTargets() re-detects the CPU and points dynamic dispatch at every
+  // target it has, DisableTargets' mask not applied; its return value is masked. Point dispatch
+  // back at the capped set, or asking would undo the cap.
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   return targets.empty() ? "none" : hwy::TargetName(targets.front());
 }
 

@@ -395,6 +395,21 @@ class Mlp(nn.Module):
         return F.relu(torch.matmul(x, self.w4) + self.b4)
 
 
+class MlpBlocks(nn.Module):
+    """Transformer-style feed-forward blocks on a batch of vectors: GEMM-bound (M=64, K/N 1024/2048)."""
+
+    def __init__(self, hidden=1024, inner=2048, blocks=3):
+        super().__init__()
+        self.up = nn.ModuleList(nn.Linear(hidden, inner) for _ in range(blocks))
+        self.down = nn.ModuleList(nn.Linear(inner, hidden) for _ in range(blocks))
+        self.norm = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(blocks))
+
+    def forward(self, x):
+        for up, down, norm in zip(self.up, self.down, self.norm):
+            x = norm(x + down(F.gelu(up(x))))
+        return x
+
+
 # --------------------------------------------------------------------------------------------
 # Wrappers and builders
 # --------------------------------------------------------------------------------------------
@@ -491,6 +506,13 @@ def build_mlp():
     return model.eval(), inputs
 
 
+def build_mlp_blocks(batch):
+    model = MlpBlocks()
+    init_variance_preserving(model)
+    randomize_norm_affine(model)
+    return model.eval(), [("input", torch.randn(batch, 1024))]
+
+
 def param_count(model):
     return int(sum(p.numel() for p in model.parameters()))
 
@@ -512,6 +534,7 @@ _reg("bert_base", "full", build_bert, ["output"], layers=12, hidden=768, heads=1
      use_mask=False)
 _reg("bert_base_mask", "full", build_bert, ["output"], layers=12, hidden=768, heads=12, intermediate=3072,
      seq=128, use_mask=True)
+_reg("mlp_blocks", "full", build_mlp_blocks, ["output"], batch=64)
 _reg("yolov5s", "full", build_yolov5, ["output"], width=0.5, depth=0.33, size=640)
 
 _reg("resnet_tiny", "tiny", build_resnet_tiny, ["logits"], size=64)

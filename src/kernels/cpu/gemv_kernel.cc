@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/constant_weights_product.h"
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "ops/fused.h"
@@ -118,121 +119,15 @@ int64_t numel_of(const Dims& d) {
   return n;
 }
 
-// Everything the kernel needs, resolved from the node at compile time.
-struct GemvPlan {
-  int64_t k = 0, n = 0;
-  const Tensor* b = nullptr;  // the constant weights, [K, N] or (trans_b) [N, K]
-  bool trans_b = false;
-  float alpha = 1.0f;
-  // The bias: Gemm's C (scaled by beta; 1 or N elements) or FusedMatMul's [N]. A constant one
-  // is expanded to N floats at creation; a computed one is read from input `bias_input`.
-  int bias_input = -1;
-  int64_t bias_numel = 0;
-  float bias_scale = 1.0f;
-  const Tensor* bias_constant = nullptr;
-  std::vector<PostOp> epilogue;  // "add" reads input 3
-  // Weights and bias the plan built itself (conv_plan's padded copies), which `b` and
-  // `bias_constant` then point into; released once packed.
-  std::shared_ptr<const Tensor> own_b, own_bias;
-};
+using GemvPlan = ConstantWeightsProduct;
 
 const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
   const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
   return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
 }
 
-// The bias / epilogue part shared by the fused ops: every post-op is scalar or the residual add,
-// and the residual has the output's shape.
-bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, GemvPlan& plan) {
-  const Node& node = ctx.node;
-  // Inputs A, B, bias, residual: anything further (a later extension) is declined.
-  if (node.domain() != kFusedDomain || node.inputs().size() > 4) return false;
-  auto epilogue = read_epilogue(node);
-  if (!epilogue.is_ok()) return false;
-  int adds = 0;
-  for (const PostOp& op : *epilogue) {
-    if (op.spec->apply == nullptr && op.spec->dnnl != DnnlPostOp::kBinaryAdd) return false;
-    adds += op.spec->apply == nullptr;
-  }
-  if (adds != (node.has_input(3) ? 1 : 0)) return false;
-  if (node.has_input(3) && hwy_cpu::static_dims_of(node.input(3)) != y) return false;
-  plan.epilogue = std::move(*epilogue);
-  return true;
-}
-
-// MatMul / FusedMatMul: A holds K elements (its last dim; every other dim 1), B is [K] (N = 1)
-// or [1, ..., 1, K, N], Y holds N elements.
-std::optional<GemvPlan> matmul_plan(const KernelCompileContext& ctx, bool fused) {
-  const Node& node = ctx.node;
-  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
-  const auto a = hwy_cpu::static_dims_of(node.input(0));
-  const auto b = hwy_cpu::static_dims_of(node.input(1));
-  const auto y = hwy_cpu::static_dims_of(node.output(0));
-  if (!a || !b || !y || a->empty() || b->empty()) return std::nullopt;
-  GemvPlan plan;
-  plan.k = a->back();
-  const int64_t bk = b->size() == 1 ? (*b)[0] : (*b)[b->size() - 2];
-  plan.n = b->size() == 1 ? 1 : b->back();
-  if (plan.k <= 0 || plan.n <= 0 || bk != plan.k || numel_of(*a) != plan.k ||
-      numel_of(*b) != plan.k * plan.n || numel_of(*y) != plan.n) {
-    return std::nullopt;
-  }
-  plan.b = f32_constant(ctx, 1, *b);
-  if (plan.b == nullptr) return std::nullopt;
-  if (!fused) return node.inputs().size() == 2 ? std::optional(plan) : std::nullopt;
-  if (node.has_input(2)) {
-    if (hwy_cpu::static_dims_of(node.input(2)) != Dims{plan.n}) return std::nullopt;
-    plan.bias_input = 2;
-    plan.bias_numel = plan.n;
-    plan.bias_constant = f32_constant(ctx, 2, Dims{plan.n});
-  }
-  if (!read_fused_tail(ctx, *y, plan)) return std::nullopt;
-  return plan;
-}
-
-// Gemm / FusedGemm: op(A) is [1, K], op(B) [K, N] constant, C broadcasts to [1, N].
-std::optional<GemvPlan> gemm_plan(const KernelCompileContext& ctx, bool fused) {
-  const Node& node = ctx.node;
-  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
-  const auto a = hwy_cpu::static_dims_of(node.input(0));
-  const auto b = hwy_cpu::static_dims_of(node.input(1));
-  const auto y = hwy_cpu::static_dims_of(node.output(0));
-  if (!a || !b || !y || a->size() != 2 || b->size() != 2) return std::nullopt;
-  const AttrReader attrs(node);
-  const bool ta = attrs.get_int("transA") != 0;
-  GemvPlan plan;
-  plan.trans_b = attrs.get_int("transB") != 0;
-  plan.alpha = attrs.get_float("alpha");
-  const int64_t m = ta ? (*a)[1] : (*a)[0];
-  plan.k = ta ? (*a)[0] : (*a)[1];
-  plan.n = plan.trans_b ? (*b)[0] : (*b)[1];
-  const int64_t bk = plan.trans_b ? (*b)[1] : (*b)[0];
-  // alpha = 0 is declined: folded into the weights it would turn an inf in A into NaN where
-  // the reference skips the product.
-  if (m != 1 || plan.k <= 0 || plan.n <= 0 || bk != plan.k || *y != Dims{1, plan.n} ||
-      plan.alpha == 0.0f) {
-    return std::nullopt;
-  }
-  plan.b = f32_constant(ctx, 1, *b);
-  if (plan.b == nullptr) return std::nullopt;
-  // beta = 0 never reads C (as the reference: NaNs in C do not propagate).
-  if (node.has_input(2) && attrs.get_float("beta") != 0.0f) {
-    const auto c = hwy_cpu::static_dims_of(node.input(2));
-    if (!c || c->size() > 2) return std::nullopt;
-    const int64_t c_numel = numel_of(*c);
-    // Broadcastable to [1, N]: a leading dim must be 1, the last 1 or N.
-    if ((c->size() == 2 && (*c)[0] != 1) || (!c->empty() && c->back() != 1 && c->back() != plan.n) ||
-        (c_numel != 1 && c_numel != plan.n)) {
-      return std::nullopt;
-    }
-    plan.bias_input = 2;
-    plan.bias_numel = c_numel;
-    plan.bias_scale = attrs.get_float("beta");
-    plan.bias_constant = f32_constant(ctx, 2, *c);
-  }
-  if (!fused) return node.inputs().size() <= 3 ? std::optional(plan) : std::nullopt;
-  if (!read_fused_tail(ctx, *y, plan)) return std::nullopt;
-  return plan;
+std::optional<GemvPlan> single_row(std::optional<GemvPlan> plan) {
+  return plan && plan->m == 1 ? plan : std::nullopt;
 }
 
 // Conv / opfuse::FusedConv / opfuse::BlockedConv with a 1x1 kernel over a 1x1 map, batch 1,
@@ -269,6 +164,7 @@ std::optional<GemvPlan> conv_plan(const KernelCompileContext& ctx, bool fused) {
   const Tensor* bias = node.has_input(2) ? f32_constant(ctx, 2, Dims{oc}) : nullptr;
   if (weights == nullptr || (node.has_input(2) && bias == nullptr)) return std::nullopt;
   GemvPlan plan;
+  plan.m = 1;
   plan.k = kp;
   plan.n = np;
   plan.trans_b = true;
@@ -295,13 +191,7 @@ class GemvKernel final : public Kernel {
  public:
   explicit GemvKernel(GemvPlan plan) : plan_(std::move(plan)) {
     pack_weights();
-    if (plan_.bias_constant != nullptr) {
-      const float* c = plan_.bias_constant->data<float>();
-      bias_.resize(static_cast<size_t>(plan_.n));
-      for (int64_t j = 0; j < plan_.n; ++j) {
-        bias_[j] = plan_.bias_scale * c[plan_.bias_numel == 1 ? 0 : j];
-      }
-    }
+    bias_ = plan_.expanded_bias();
     plan_.b = plan_.bias_constant = nullptr;  // packed / expanded: not needed at run time
     plan_.own_b.reset();
     plan_.own_bias.reset();
@@ -319,8 +209,7 @@ class GemvKernel final : public Kernel {
     const float* bias = nullptr;
     if (plan_.bias_input >= 0 && bias_.empty()) bias = f32_of(plan_.bias_input, plan_.bias_numel);
     const float* residual = in.size() > 3 && in[3] != nullptr ? f32_of(3, n) : nullptr;
-    const bool needs_residual =
-        std::any_of(plan_.epilogue.begin(), plan_.epilogue.end(), [](const PostOp& op) { return op.spec->apply == nullptr; });
+    const bool needs_residual = plan_.has_residual();
     if (a == nullptr || (plan_.bias_input >= 0 && bias_.empty() && bias == nullptr) ||
         (needs_residual && residual == nullptr) || out.empty() || out[0] == nullptr ||
         out[0]->dtype() != DType::kF32 || out[0]->numel() != n) {
@@ -353,18 +242,17 @@ class GemvKernel final : public Kernel {
     const size_t total = static_cast<size_t>(last * k + stored_width(n - last) * k);
     packed_ = hwy::AllocateAligned<float>(total);
     std::fill(packed_.get(), packed_.get() + total, 0.0f);
-    const float* b = plan_.b->data<float>();
     for (int64_t col = 0; col < n; col += kGemvPanel) {
       const int64_t width = std::min(kGemvPanel, n - col), stride = stored_width(width);
       float* panel = packed_.get() + col * k;
       // Read B along its contiguous axis; the panel (<= 64 * K floats) takes the strided writes.
       if (plan_.trans_b) {
         for (int64_t j = 0; j < width; ++j) {
-          for (int64_t i = 0; i < k; ++i) panel[i * stride + j] = plan_.alpha * b[(col + j) * k + i];
+          for (int64_t i = 0; i < k; ++i) panel[i * stride + j] = plan_.alpha * plan_.weight(i, col + j);
         }
       } else {
         for (int64_t i = 0; i < k; ++i) {
-          for (int64_t j = 0; j < width; ++j) panel[i * stride + j] = plan_.alpha * b[i * n + col + j];
+          for (int64_t j = 0; j < width; ++j) panel[i * stride + j] = plan_.alpha * plan_.weight(i, col + j);
         }
       }
     }
@@ -398,8 +286,8 @@ enum class Anchor { kMatMul, kGemm, kConv };
 template <Anchor kAnchor, bool kFused>
 std::optional<GemvPlan> plan_of(const KernelCompileContext& ctx) {
   switch (kAnchor) {
-    case Anchor::kMatMul: return matmul_plan(ctx, kFused);
-    case Anchor::kGemm: return gemm_plan(ctx, kFused);
+    case Anchor::kMatMul: return single_row(matmul_product(ctx, kFused));
+    case Anchor::kGemm: return single_row(gemm_product(ctx, kFused));
     case Anchor::kConv: return conv_plan(ctx, kFused);
   }
   return std::nullopt;

@@ -1,6 +1,6 @@
 // Post-ops applied chunk by chunk (a few KiB, so each op's pass over a chunk stays in L1),
-// op after op, Highway vectors with the shared vector math (hwy_math-inl.h); chunks are spread
-// over OpenMP threads. The formulas follow ops/fused.cc's scalar reference of each post-op.
+// op after op, with the per-vector math of hwy_epilogue-inl.h; chunks are spread over OpenMP
+// threads.
 #ifndef OPFUSE_KERNELS_CPU_HWY_EPILOGUE_DECLS_
 #define OPFUSE_KERNELS_CPU_HWY_EPILOGUE_DECLS_
 #include <algorithm>
@@ -14,7 +14,7 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/hwy_epilogue.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "kernels/cpu/hwy_math-inl.h"
+#include "kernels/cpu/hwy_epilogue-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace opfuse::hwy_cpu {
@@ -23,37 +23,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 using Kind = VectorPostOp::Kind;
-
-// One post-op on one vector; K is a template argument so each op's loop below is compiled
-// without a per-vector switch.
-template <Kind K>
-HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
-  const VF zero = hn::Zero(d), one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
-  if constexpr (K == Kind::kRelu) return hn::IfThenElse(hn::Lt(x, zero), zero, x);  // NaN stays NaN
-  if constexpr (K == Kind::kLeakyRelu) return hn::IfThenElse(hn::Ge(x, zero), x, hn::Mul(hn::Set(d, op.a), x));
-  if constexpr (K == Kind::kClip)  // NaN stays NaN, as in the reference
-    return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
-  if constexpr (K == Kind::kSigmoid) return Sigmoid(d, x);
-  if constexpr (K == Kind::kSigmoidMul) return Silu(d, x);
-  if constexpr (K == Kind::kHardSwish)
-    return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::MulAdd(x, hn::Set(d, 1.0f / 6.0f), half))));
-  if constexpr (K == Kind::kTanh) return SafeTanh(d, x);
-  if constexpr (K == Kind::kElu)
-    return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(hn::Set(d, op.a), hn::Sub(SafeExp(d, x), one)), x);
-  if constexpr (K == Kind::kGeluErf)
-    return hn::Mul(hn::Mul(half, x), hn::Add(one, Erf(d, hn::Mul(x, hn::Set(d, 0.70710678118654752f)))));
-  if constexpr (K == Kind::kGeluTanh) {
-    const VF inner = hn::Mul(hn::Set(d, 0.7978845608028654f),
-                             hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
-    return hn::Mul(hn::Mul(half, x), hn::Add(one, SafeTanh(d, inner)));
-  }
-  if constexpr (K == Kind::kHardSigmoid) {
-    const auto y = hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));  // NaN stays NaN
-    return hn::IfThenElse(hn::Lt(y, zero), zero, hn::IfThenElse(hn::Gt(y, one), one, y));
-  }
-  if constexpr (K == Kind::kLinear) return hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));
-  if constexpr (K == Kind::kAdd) return hn::Add(x, r);
-}
 
 // One post-op over n floats of y (and of the residual, for kAdd).
 template <Kind K>

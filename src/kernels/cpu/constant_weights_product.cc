@@ -1,0 +1,121 @@
+// Reading a product with constant weights from its node (kernels/cpu/constant_weights_product.h).
+#include "kernels/cpu/constant_weights_product.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/hwy_kernels.h"
+#include "ops/op_def.h"
+
+namespace opfuse {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
+  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
+  return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
+}
+
+}  // namespace
+
+std::vector<float> ConstantWeightsProduct::expanded_bias() const {
+  std::vector<float> out;
+  if (bias_constant == nullptr) return out;
+  const float* c = bias_constant->data<float>();
+  out.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) out[j] = bias_scale * c[bias_numel == 1 ? 0 : j];
+  return out;
+}
+
+bool ConstantWeightsProduct::has_residual() const {
+  return std::any_of(epilogue.begin(), epilogue.end(), [](const PostOp& op) { return op.spec->apply == nullptr; });
+}
+
+bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, ConstantWeightsProduct& product) {
+  const Node& node = ctx.node;
+  // Inputs A, B, bias, residual: anything further (a later extension) is declined.
+  if (node.domain() != kFusedDomain || node.inputs().size() > 4) return false;
+  auto epilogue = read_epilogue(node);
+  if (!epilogue.is_ok()) return false;
+  int adds = 0;
+  for (const PostOp& op : *epilogue) {
+    if (op.spec->apply == nullptr && op.spec->dnnl != DnnlPostOp::kBinaryAdd) return false;
+    adds += op.spec->apply == nullptr;
+  }
+  if (adds != (node.has_input(3) ? 1 : 0)) return false;
+  if (node.has_input(3) && hwy_cpu::static_dims_of(node.input(3)) != y) return false;
+  product.epilogue = std::move(*epilogue);
+  return true;
+}
+
+std::optional<ConstantWeightsProduct> matmul_product(const KernelCompileContext& ctx, bool fused) {
+  const Node& node = ctx.node;
+  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
+  const auto a = hwy_cpu::static_dims_of(node.input(0));
+  const auto b = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  if (!a || !b || !y || a->empty() || b->empty()) return std::nullopt;
+  ConstantWeightsProduct p;
+  p.k = a->back();
+  const int64_t bk = b->size() == 1 ? (*b)[0] : (*b)[b->size() - 2];
+  p.n = b->size() == 1 ? 1 : b->back();
+  if (p.k <= 0 || p.n <= 0 || bk != p.k || numel_of(*a) % p.k != 0 || numel_of(*b) != p.k * p.n) {
+    return std::nullopt;
+  }
+  p.m = numel_of(*a) / p.k;
+  if (p.m <= 0 || numel_of(*y) != p.m * p.n) return std::nullopt;
+  p.b = f32_constant(ctx, 1, *b);
+  if (p.b == nullptr) return std::nullopt;
+  if (!fused) return node.inputs().size() == 2 ? std::optional(p) : std::nullopt;
+  if (node.has_input(2)) {
+    if (hwy_cpu::static_dims_of(node.input(2)) != Dims{p.n}) return std::nullopt;
+    p.bias_input = 2;
+    p.bias_numel = p.n;
+    p.bias_constant = f32_constant(ctx, 2, Dims{p.n});
+  }
+  if (!read_fused_tail(ctx, *y, p)) return std::nullopt;
+  return p;
+}
+
+std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& ctx, bool fused) {
+  const Node& node = ctx.node;
+  if (node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
+  const auto a = hwy_cpu::static_dims_of(node.input(0));
+  const auto b = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  if (!a || !b || !y || a->size() != 2 || b->size() != 2) return std::nullopt;
+  const AttrReader attrs(node);
+  ConstantWeightsProduct p;
+  p.trans_a = attrs.get_int("transA") != 0;
+  p.trans_b = attrs.get_int("transB") != 0;
+  p.alpha = attrs.get_float("alpha");
+  p.m = p.trans_a ? (*a)[1] : (*a)[0];
+  p.k = p.trans_a ? (*a)[0] : (*a)[1];
+  p.n = p.trans_b ? (*b)[0] : (*b)[1];
+  const int64_t bk = p.trans_b ? (*b)[1] : (*b)[0];
+  if (p.m <= 0 || p.k <= 0 || p.n <= 0 || bk != p.k || *y != Dims{p.m, p.n} || p.alpha == 0.0f) {
+    return std::nullopt;
+  }
+  p.b = f32_constant(ctx, 1, *b);
+  if (p.b == nullptr) return std::nullopt;
+  // beta = 0 never reads C (as the reference: NaNs in C do not propagate).
+  if (node.has_input(2) && attrs.get_float("beta") != 0.0f) {
+    const auto c = hwy_cpu::static_dims_of(node.input(2));
+    if (!c || c->size() > 2) return std::nullopt;
+    const int64_t c_numel = numel_of(*c);
+    // Broadcast along M only: a leading dim must be 1, the last 1 or N.
+    if ((c->size() == 2 && (*c)[0] != 1) || (!c->empty() && c->back() != 1 && c->back() != p.n) ||
+        (c_numel != 1 && c_numel != p.n)) {
+      return std::nullopt;
+    }
+    p.bias_input = 2;
+    p.bias_numel = c_numel;
+    p.bias_scale = attrs.get_float("beta");
+    p.bias_constant = f32_constant(ctx, 2, *c);
+  }
+  if (!fused) return node.inputs().size() <= 3 ? std::optional(p) : std::nullopt;
+  if (!read_fused_tail(ctx, *y, p)) return std::nullopt;
+  return p;
+}
+
+}  // namespace opfuse

@@ -1,0 +1,55 @@
+// MatMul / Gemm / opfuse::FusedMatMul / opfuse::FusedGemm nodes whose B is a constant: Y[M, N] =
+// post(alpha * A[M, K] * B[K, N] + bias), read from the node once for the kernels that pack the
+// weights at creation ("cpu.gemv" for M = 1, "cpu.gemm" for larger M).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "ops/fused.h"
+
+namespace opfuse {
+
+struct ConstantWeightsProduct {
+  // A is read as [M, K] row-major (MatMul's batch dims folded into M; B must not be batched).
+  int64_t m = 0, k = 0, n = 0;
+  bool trans_a = false;       // Gemm's transA: A is stored [K, M]
+  const Tensor* b = nullptr;  // the constant weights, [K, N] or (trans_b) [N, K]
+  bool trans_b = false;
+  float alpha = 1.0f;
+  // The bias, broadcast along M: Gemm's C (scaled by beta; 1 or N elements) or FusedMatMul's [N],
+  // read from input `bias_input`; `bias_constant` when known at compile time.
+  int bias_input = -1;
+  int64_t bias_numel = 0;
+  float bias_scale = 1.0f;
+  const Tensor* bias_constant = nullptr;
+  std::vector<PostOp> epilogue;  // "add" reads input 3, a residual of Y's shape
+  // Weights and bias a caller built itself (cpu.gemv's padded 1x1 conv weights), which `b` and
+  // `bias_constant` then point into.
+  std::shared_ptr<const Tensor> own_b, own_bias;
+
+  // B's element (i, j) of the [K, N] product, alpha not applied.
+  float weight(int64_t i, int64_t j) const {
+    const float* w = b->data<float>();
+    return trans_b ? w[j * k + i] : w[i * n + j];
+  }
+  // The constant bias scaled and expanded to N floats; empty when there is none or it is computed.
+  std::vector<float> expanded_bias() const;
+  bool has_residual() const;
+};
+
+// MatMul / FusedMatMul: A [..., M, K] (any leading dims, folded into M), B [K] (N = 1) or
+// [1, ..., 1, K, N]; nullopt for anything else (dtypes, dynamic dims, computed B ...).
+std::optional<ConstantWeightsProduct> matmul_product(const KernelCompileContext& ctx, bool fused);
+// Gemm / FusedGemm: op(B) [K, N] constant, C broadcasting along M ([N], [1, N] or one element);
+// alpha = 0 is declined (folded into the weights it would turn an Inf in A into NaN).
+std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& ctx, bool fused);
+
+// The fused ops' epilogue: every post-op scalar or the residual add of input 3 (Y's shape).
+bool read_fused_tail(const KernelCompileContext& ctx, const std::vector<int64_t>& y,
+                     ConstantWeightsProduct& product);
+
+}  // namespace opfuse

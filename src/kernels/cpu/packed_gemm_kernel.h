@@ -1,0 +1,24 @@
+// Packed-panel GEMM ("cpu.gemm", kernels/cpu/packed_gemm_kernel.cc) for MatMul / Gemm /
+// opfuse::FusedMatMul / opfuse::FusedGemm with a constant B and M > 1: the transformer and MLP
+// layers. The weights are packed once, at kernel creation, into panels of two vectors' width;
+// a register-tiled micro-kernel (6 x 16 on AVX2, 12 x 32 on AVX-512) accumulates over cache-sized
+// K blocks and applies the bias and the epilogue to its accumulators before the final store.
+//
+// Listed before oneDNN's matmul; it declines where oneDNN is the better kernel on the target
+// (packed_gemm_wins), so the choice is made per target, not assumed.
+#pragma once
+
+#include "core/target.h"
+#include "kernels/kernel.h"
+
+namespace opfuse {
+
+KernelImpl packed_matmul_kernel();
+KernelImpl packed_gemm_kernel();
+KernelImpl packed_fused_matmul_kernel();
+KernelImpl packed_fused_gemm_kernel();
+
+// Whether cpu.gemm is preferred over oneDNN's matmul on this target (see the .cc for figures).
+bool packed_gemm_wins(const Target& target);
+
+}  // namespace opfuse
