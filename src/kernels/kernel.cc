@@ -1,5 +1,7 @@
 #include "kernels/kernel.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <unordered_map>
 
@@ -59,15 +61,31 @@ std::unique_ptr<Kernel> make_reference_kernel(const Node& node) {
   return std::make_unique<ReferenceKernel>(node);
 }
 
+namespace {
+bool in_builtin_domain(const Node& node) {
+  return node.domain().empty() || node.domain() == kFusedDomain;
+}
+}  // namespace
+
 Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx) {
   apply_target_caps();  // before the libraries pick their code paths
   if (const KernelImpl* impl = find_registered_kernel(ctx)) return impl->create(ctx);
   // The built-in table knows opfuse's own ops only: a custom op that shares a built-in's name
   // must not run the built-in's kernel.
-  const std::string& domain = ctx.node.domain();
-  const bool builtin_domain = domain.empty() || domain == kFusedDomain;
+  const bool builtin_domain = in_builtin_domain(ctx.node);
+  if (!ctx.kernel.empty()) {
+    if (ctx.kernel == "reference") return make_reference_kernel(ctx.node);
+    for (const KernelImpl& impl : all_kernels()) {
+      if (builtin_domain && impl.name == ctx.kernel && impl.op_type == ctx.node.op_type() && impl.supports(ctx)) {
+        return impl.create(ctx);
+      }
+    }
+    // A choice that no longer applies falls back to the table's order.
+  }
+  const Target target = active_target();
   for (const KernelImpl& impl : all_kernels()) {
-    if (builtin_domain && impl.op_type == ctx.node.op_type() && impl.supports(ctx)) {
+    if (builtin_domain && impl.op_type == ctx.node.op_type() && (!impl.preferred || impl.preferred(target)) &&
+        impl.supports(ctx)) {
       return impl.create(ctx);
     }
     // The vectorised elementwise kernel is generic over scalar expressions: custom elementwise
@@ -75,6 +93,18 @@ Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx) {
     if (!builtin_domain && impl.name == "hwy.elementwise" && impl.supports(ctx)) return impl.create(ctx);
   }
   return make_reference_kernel(ctx.node);
+}
+
+std::vector<std::string_view> kernel_alternatives(const KernelCompileContext& ctx) {
+  std::vector<std::string_view> names;
+  if (find_registered_kernel(ctx) != nullptr || !in_builtin_domain(ctx.node)) return names;
+  for (const KernelImpl& impl : all_kernels()) {
+    if (impl.op_type == ctx.node.op_type() && std::find(names.begin(), names.end(), impl.name) == names.end() &&
+        impl.supports(ctx)) {
+      names.push_back(impl.name);
+    }
+  }
+  return names;
 }
 
 }  // namespace opfuse

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/target.h"
 #include "ir/graph.h"
 
 namespace opfuse {
@@ -43,6 +44,9 @@ struct KernelCompileContext {
   // node can hold one (runtime/non_finite.h), so a post-op that maps NaN to a number (oneDNN's
   // relu, clip) may run inside the library kernel.
   bool exact_non_finite = true;
+  // The kernel to use (a KernelImpl name, or "reference"), as a tuning record chose it; empty:
+  // the table's order. A name that does not support the node falls back to the table.
+  std::string_view kernel = {};
 };
 
 // One optimised implementation of one op type.
@@ -52,6 +56,9 @@ struct KernelImpl {
   // Whether this implementation handles this node (dtypes, attributes, constant weights ...).
   bool (*supports)(const KernelCompileContext& ctx);
   Result<std::unique_ptr<Kernel>> (*create)(const KernelCompileContext& ctx);
+  // Whether the table picks it on this target (null: always). A kernel that supports a node but
+  // loses to a later entry on some targets says so here; a tuning record may still choose it.
+  bool (*preferred)(const Target& target) = nullptr;
 };
 
 // Every optimised kernel (kernels/kernel_list.cc). Earlier entries win for the same op.
@@ -59,6 +66,10 @@ const std::vector<KernelImpl>& all_kernels();
 
 // The first optimised implementation supporting the node, else the reference kernel.
 Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx);
+
+// Every kernel name that supports the node, in the table's order (what a tuner may choose
+// from; the reference kernel is always possible too). Empty for plugin ops.
+std::vector<std::string_view> kernel_alternatives(const KernelCompileContext& ctx);
 
 // Runs a node's reference kernel (ops/reference.h) writing into the preallocated outputs.
 std::unique_ptr<Kernel> make_reference_kernel(const Node& node);

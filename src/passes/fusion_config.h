@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 namespace opfuse {
 
 class Node;
+struct TuningRecord;  // passes/tuning_record.h
 
 struct FusionConfig {
   // Rules (pattern names, "region_fusion", "fold_batchnorm" ...) switched off by name.
@@ -34,6 +36,9 @@ struct FusionConfig {
   // (passes/layout.cc). Off by default: it makes compiles nondeterministic and slower, and on this
   // machine it has not yet shown a measurable end-to-end gain over all-nChw16c.
   bool measure_layouts = false;
+  // Choices measured by `opfuse tune` for this model and target (passes/tuning_record.h): the
+  // layout pass replays its timings; kernel selection takes its kernels.
+  std::shared_ptr<const TuningRecord> tuning;
 
   bool rule_enabled(std::string_view rule) const;
   // Whether `node` may be part of any fusion (its op type is not disabled and its name matches

@@ -53,14 +53,16 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <map>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ops/fused.h"
 #include "passes/fusion_rules.h"
 #include "passes/layout_choice.h"
+#include "passes/tuning_record.h"
 #include "passes/layout_measure.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
@@ -609,11 +611,23 @@ Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
   bool any_conv = false;
   for (const auto& item : structure.items) any_conv |= item.conv;
   if (any_conv) {
+    // Which timings decide, first that applies: a timer a test or the tuner injected, a tuning
+    // record's (replayed), measuring now (--measure-layouts), the estimate.
     MeasuringLayoutTimer measuring;
     EstimatingLayoutTimer estimating(context.target);
+    const TuningRecord* tuning = context.fusion.tuning.get();
+    std::optional<RecordedLayoutTimer> recorded;
+    if (tuning != nullptr && tuning->use_layouts) recorded.emplace(tuning->layout_ms, context.target);
     LayoutTimer* timer = injected_layout_timer();
-    if (timer == nullptr) timer = context.fusion.measure_layouts ? static_cast<LayoutTimer*>(&measuring) : &estimating;
-    choose_layouts(structure, context.target.channel_block(), *timer, timer == &estimating ? "estimated" : "measured", choice, why);
+    const char* basis = "measured";
+    if (timer == nullptr && recorded) {
+      timer = &*recorded;
+      basis = "tuning record:";
+    } else if (timer == nullptr) {
+      timer = context.fusion.measure_layouts ? static_cast<LayoutTimer*>(&measuring) : &estimating;
+      if (timer == &estimating) basis = "estimated";
+    }
+    choose_layouts(structure, context.target.channel_block(), *timer, basis, choice, why);
   }
   return LayoutPass(graph, context, std::move(choice), std::move(why), nullptr).run();
 }

@@ -95,20 +95,33 @@ double time_node(const Graph& graph, const Node& node, std::string_view want) {
 
 }  // namespace
 
+std::optional<std::string> conv_timing_key(const Node& conv, int64_t block, bool x_plain) {
+  const auto x = known_dims(conv.input(0));
+  const auto y = known_dims(conv.output(0));
+  const auto w = known_dims(conv.input(1));
+  if (!x || !y || !w || x->size() != 4 || y->size() != 4) return std::nullopt;
+  std::ostringstream key;
+  key << "conv " << block << ' ' << x_plain << ' ' << dims_key(*x) << ' ' << dims_key(*w) << ' '
+      << conv.has_input(2) << conv.has_input(3);
+  for (const auto& [name, value] : conv.attrs) {
+    key << ' ' << name << '=';
+    put_attr(key, value);
+  }
+  return key.str();
+}
+
+std::string reorder_timing_key(const std::vector<int64_t>& dims, int64_t block) {
+  return str_cat("reorder ", block, " ", dims_key(dims));
+}
+
 double MeasuringLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_plain) {
   const auto x = known_dims(conv.input(0));
   const auto y = known_dims(conv.output(0));
   const Tensor* w = constant_data(conv.input(1));
   const Tensor* b = conv.has_input(2) ? constant_data(conv.input(2)) : nullptr;
-  if (!x || !y || w == nullptr || x->size() != 4 || y->size() != 4) return -1;
-  std::ostringstream key;
-  key << "conv " << block << ' ' << x_plain << ' ' << dims_key(*x) << ' ' << dims_key(w->dims()) << ' '
-      << (b != nullptr) << conv.has_input(3);
-  for (const auto& [name, value] : conv.attrs) {
-    key << ' ' << name << '=';
-    put_attr(key, value);
-  }
-  if (auto it = cache_.find(key.str()); it != cache_.end()) return it->second;
+  const auto key = conv_timing_key(conv, block, x_plain);
+  if (!key || w == nullptr || (conv.has_input(2) && b == nullptr)) return -1;
+  if (auto it = cache_.find(*key); it != cache_.end()) return it->second;
   Graph g;
   std::vector<Value*> inputs = {g.add_input("x", DType::kF32, make_shape(x_plain ? *x : blocked_dims(*x, block))),
                                 g.add_constant("w", *w), b != nullptr ? g.add_constant("b", *b) : nullptr};
@@ -122,12 +135,12 @@ double MeasuringLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_pla
     (*node)->output(0)->shape = make_shape(blocked_dims(*y, block));
     ms = time_node(g, **node, "onednn.blocked_conv");
   }
-  cache_[key.str()] = ms;
+  cache_[*key] = ms;
   return ms;
 }
 
 double MeasuringLayoutTimer::reorder_ms(const std::vector<int64_t>& dims, int64_t block) {
-  const std::string key = str_cat("reorder ", block, " ", dims_key(dims));
+  const std::string key = reorder_timing_key(dims, block);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   Graph g;
   Attributes attrs;
@@ -186,6 +199,20 @@ double EstimatingLayoutTimer::reorder_ms(const std::vector<int64_t>& dims, int64
   double bytes = 2.0 * sizeof(float);
   for (int64_t d : dims) bytes *= static_cast<double>(d);
   return kReorderOverheadMs + bytes / kReorderBytesPerMs;
+}
+
+RecordedLayoutTimer::RecordedLayoutTimer(const std::map<std::string, double>& timings, const Target& target)
+    : timings_(timings), estimate_(target) {}
+
+double RecordedLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_plain) {
+  const auto key = conv_timing_key(conv, block, x_plain);
+  const auto it = key ? timings_.find(*key) : timings_.end();
+  return it != timings_.end() ? it->second : estimate_.conv_ms(conv, block, x_plain);
+}
+
+double RecordedLayoutTimer::reorder_ms(const std::vector<int64_t>& dims, int64_t block) {
+  const auto it = timings_.find(reorder_timing_key(dims, block));
+  return it != timings_.end() ? it->second : estimate_.reorder_ms(dims, block);
 }
 
 ScopedLayoutTimer::ScopedLayoutTimer(LayoutTimer* timer) : previous_(g_injected.exchange(timer)) {}

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,10 +62,31 @@ class MeasuringLayoutTimer : public LayoutTimer {
  public:
   double conv_ms(const Node& conv, int64_t block, bool x_plain) override;
   double reorder_ms(const std::vector<int64_t>& dims, int64_t block) override;
+  // Every measurement so far, by signature (conv_timing_key, reorder_timing_key): what
+  // `opfuse tune` records.
+  const std::map<std::string, double>& timings() const { return cache_; }
 
  private:
   std::map<std::string, double> cache_;
 };
+
+// Replays timings a MeasuringLayoutTimer took earlier (a tuning record's), deterministically;
+// a signature it lacks is estimated.
+class RecordedLayoutTimer : public LayoutTimer {
+ public:
+  RecordedLayoutTimer(const std::map<std::string, double>& timings, const Target& target);
+  double conv_ms(const Node& conv, int64_t block, bool x_plain) override;
+  double reorder_ms(const std::vector<int64_t>& dims, int64_t block) override;
+
+ private:
+  const std::map<std::string, double>& timings_;
+  EstimatingLayoutTimer estimate_;
+};
+
+// The signatures timings are kept by: the conv's shapes, attributes and which optional inputs it
+// has (nullopt when a shape is unknown), and a reorder's dims and block.
+std::optional<std::string> conv_timing_key(const Node& conv, int64_t block, bool x_plain);
+std::string reorder_timing_key(const std::vector<int64_t>& dims, int64_t block);
 
 // The timer the layout pass uses instead of measuring, while alive (tests inject timings).
 class ScopedLayoutTimer {

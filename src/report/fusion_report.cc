@@ -1,5 +1,7 @@
 #include "report/fusion_report.h"
 
+#include "passes/tuning_record.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -153,6 +155,11 @@ std::string format_fusion_report(const FusionReport& r) {
   if (!c.enabled_rules.empty()) config.push_back("only rules: " + join({c.enabled_rules.begin(), c.enabled_rules.end()}, ", "));
   if (!c.disabled_op_types.empty()) config.push_back("ops never fused: " + join({c.disabled_op_types.begin(), c.disabled_op_types.end()}, ", "));
   if (!c.excluded_node_globs.empty()) config.push_back("excluded nodes: " + join(c.excluded_node_globs, ", "));
+  if (const auto& t = c.tuning) {
+    config.push_back(str_cat(t->source.empty() ? std::string("a tuning record") : t->source, " (layouts ",
+                             t->use_layouts ? "from its timings" : "estimated", ", ", t->kernels.size(),
+                             " kernel choice(s))"));
+  }
   line("config: " + (config.empty() ? std::string("defaults") : join(config, "; ")));
 
   line("\nrules                          matched  applied  refused");
@@ -206,6 +213,10 @@ std::string fusion_report_json(const FusionReport& r) {
                  {"region_threshold", r.config.region_min_traffic_saving},
                  {"max_region_nodes", r.config.max_region_nodes},
                  {"memory_budget", r.config.memory_budget_bytes}};
+  j["tuning"] = nullptr;
+  if (const auto& t = r.config.tuning) {
+    j["tuning"] = {{"source", t->source}, {"use_layouts", t->use_layouts}, {"kernels", t->kernels}};
+  }
   j["rules"] = json::array();
   for (const auto& rule : r.rules) {
     j["rules"].push_back({{"name", rule.name}, {"matched", rule.matched}, {"applied", rule.applied},

@@ -127,8 +127,14 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
     KernelCompileContext ctx{*node, std::move(constants), options.threads};
     ctx.exact_non_finite = std::any_of(node->inputs().begin(), node->inputs().end(),
                                        [&](const Value* in) { return in != nullptr && may_be_non_finite.count(in) > 0; });
+    if (options.kernels != nullptr) {
+      if (auto it = options.kernels->find(node->name()); it != options.kernels->end()) ctx.kernel = it->second;
+    }
+    std::vector<std::string_view> alternatives;
+    if (options.list_alternatives) alternatives = kernel_alternatives(ctx);
     OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, create_kernel(ctx));
-    steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs)});
+    const bool tuned = !ctx.kernel.empty() && kernel->name() == ctx.kernel;
+    steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs), tuned, std::move(alternatives)});
   }
   // Lifetimes: a buffer lives from the step writing it to the last step reading it (through
   // any view aliasing it).
@@ -382,7 +388,9 @@ std::vector<std::string> CompiledPlan::describe_steps() const {
 std::string CompiledPlan::step_kernel_label(size_t step) const {
   const Kernel& kernel = *steps_[step].kernel;
   const std::string impl = kernel.implementation();
-  return impl.empty() ? std::string(kernel.name()) : str_cat(kernel.name(), " [", impl, "]");
+  std::string label = impl.empty() ? std::string(kernel.name()) : str_cat(kernel.name(), " [", impl, "]");
+  if (steps_[step].tuned) label += " (tuning record)";
+  return label;
 }
 
 }  // namespace opfuse

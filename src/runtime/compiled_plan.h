@@ -7,6 +7,7 @@
 // or blocked): its producers write straight into their slab of the Concat's buffer.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +25,10 @@ struct CompileOptions {
   // The plan will only be run on inputs whose floats are all finite (runtime/non_finite.h):
   // kernels of nodes that cannot then see NaN or Inf need not keep their semantics.
   bool inputs_finite = false;
+  // Node name -> kernel name, from a tuning record (passes/tuning_record.h); null: the table's.
+  const std::map<std::string, std::string>* kernels = nullptr;
+  // Keep, per step, every kernel that supports its node (step_alternatives), for the tuner.
+  bool list_alternatives = false;
 };
 
 // When one step of a timed run started (microseconds from the run's start) and how long it took.
@@ -49,6 +54,8 @@ class CompiledPlan {
   std::string_view step_kernel_name(size_t step) const { return steps_[step].kernel->name(); }
   // The kernel and, when a library chose it, the library's implementation: "onednn.conv [jit:avx2]".
   std::string step_kernel_label(size_t step) const;
+  // Kernels that support the step's node (CompileOptions::list_alternatives; else empty).
+  const std::vector<std::string_view>& step_alternatives(size_t step) const { return steps_[step].alternatives; }
 
   const Graph& graph() const { return *graph_; }
   size_t kernels_per_run() const { return steps_.size(); }
@@ -77,6 +84,8 @@ class CompiledPlan {
     std::unique_ptr<Kernel> kernel;
     std::vector<int> inputs;   // slot ids, -1 for omitted optional inputs
     std::vector<int> outputs;  // slot ids
+    bool tuned = false;        // the kernel a tuning record chose
+    std::vector<std::string_view> alternatives;
   };
   struct Arena;  // one arena and the tensors viewing it; one per concurrent run
 

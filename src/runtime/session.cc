@@ -5,8 +5,9 @@
 
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
-#include "runtime/non_finite.h"
 #include "passes/infer_shapes.h"
+#include "passes/tuning_record.h"
+#include "runtime/non_finite.h"
 
 namespace opfuse {
 
@@ -36,6 +37,9 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
     apply_target_caps();
   } else {
     OPFUSE_TRY(select_target(options.target).status());
+  }
+  if (const auto& tuning = options.pipeline.fusion.tuning) {
+    OPFUSE_TRY(check_tuning_record(*tuning, graph, active_target()));
   }
   OPFUSE_TRY(graph.topological_sort());
   OPFUSE_TRY(verify_graph(graph));
@@ -87,6 +91,8 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   CompileOptions compile;
   compile.threads = options_.threads;
   compile.inputs_finite = inputs_finite;
+  if (const auto& tuning = options_.pipeline.fusion.tuning) compile.kernels = &tuning->kernels;
+  compile.list_alternatives = options_.list_kernel_alternatives;
   OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
   plan->set_pass_decisions(std::move(context.decisions));
   return std::shared_ptr<const CompiledPlan>(std::move(plan));

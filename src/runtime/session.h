@@ -32,6 +32,10 @@ struct SessionOptions {
   // oneDNN's ISA cap is: empty takes the active target, a tier differs from an earlier choice is
   // refused by create().
   std::string target;
+  // Keep every kernel that supports each step's node in the plans (CompiledPlan::
+  // step_alternatives): what the tuner chooses from. A tuning record goes in
+  // pipeline.fusion.tuning; create() refuses one made for another model or target.
+  bool list_kernel_alternatives = false;
 };
 
 // The name, dtype and (possibly symbolic) shape of a model input or output.

@@ -12,6 +12,7 @@
 #include "ir/text_format.h"
 #include "passes/layout_measure.h"
 #include "passes/pass.h"
+#include "passes/tuning_record.h"
 #include "runtime/eager.h"
 #include "runtime/session.h"
 
@@ -116,7 +117,7 @@ struct Layouts {
   int reblocks = 0;
 };
 
-Layouts run_layout(FakeTimer& timer) {
+Layouts run_layout(LayoutTimer& timer) {
   auto g = parse_graph(kChain);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   ScopedLayoutTimer scoped(&timer);
@@ -133,6 +134,65 @@ Layouts run_layout(FakeTimer& timer) {
     out.reblocks += n->op_type() == "Reblock";
   }
   return out;
+}
+
+// Answers with another timer's timings and keeps them by signature, as `opfuse tune` does.
+struct RecordingTimer : LayoutTimer {
+  explicit RecordingTimer(LayoutTimer& inner) : inner(inner) {}
+  double conv_ms(const Node& node, int64_t block, bool x_plain) override {
+    return timings[*conv_timing_key(node, block, x_plain)] = inner.conv_ms(node, block, x_plain);
+  }
+  double reorder_ms(const std::vector<int64_t>& dims, int64_t block) override {
+    return timings[reorder_timing_key(dims, block)] = inner.reorder_ms(dims, block);
+  }
+  LayoutTimer& inner;
+  std::map<std::string, double> timings;
+};
+
+// A tuning record's timings are replayed with no timer injected and nothing measured: the same
+// choice as the measurement gave, and the report says where it came from.
+TEST(LayoutChoicePassTest, TuningRecordReplaysRecordedTimings) {
+  FakeTimer fake;
+  fake.conv["conv2"] = {1.0, 0.5};
+  fake.reorder = 0.1;
+  RecordingTimer recording(fake);
+  const Layouts measured = run_layout(recording);
+  ASSERT_EQ(measured.conv_block.at("conv2"), 0);
+  auto record = std::make_shared<TuningRecord>();
+  record->use_layouts = true;
+  record->layout_ms = recording.timings;
+
+  auto g = parse_graph(kChain);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  PipelineOptions options;
+  options.passes = std::vector<std::string>{"layout", "dce"};
+  options.fusion.tuning = record;
+  PassContext ctx;
+  ctx.target.isa = IsaTier::kAvx512Core;
+  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
+  std::map<std::string, int64_t> blocks;
+  for (const Node* n : g->nodes()) {
+    if (n->op_type() == "BlockedConv") blocks[n->name()] = std::get<int64_t>(n->attrs.at("block"));
+  }
+  EXPECT_EQ(blocks, measured.conv_block);
+  bool said = false;
+  for (const PassDecision& d : ctx.decisions) said |= d.what.find("(tuning record: ") != std::string::npos;
+  EXPECT_TRUE(said) << "no layout decision names the tuning record";
+
+  // Without use_layouts the record's timings are ignored: the estimate keeps every conv blocked.
+  auto unused = std::make_shared<TuningRecord>(*record);
+  unused->use_layouts = false;
+  auto g2 = parse_graph(kChain);
+  ASSERT_TRUE(g2.is_ok());
+  options.fusion.tuning = unused;
+  PassContext ctx2;
+  ctx2.target.isa = IsaTier::kAvx512Core;
+  ASSERT_TRUE(run_pipeline(*g2, OptLevel::kO3, options, ctx2).is_ok());
+  for (const Node* n : g2->nodes()) {
+    if (n->op_type() == "BlockedConv") {
+      EXPECT_EQ(std::get<int64_t>(n->attrs.at("block")), 16) << n->name();
+    }
+  }
 }
 
 TEST(LayoutChoicePassTest, ConvSwitchesToNhwcWhenItsGainCoversTheReorders) {

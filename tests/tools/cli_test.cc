@@ -182,6 +182,45 @@ TEST_F(CliTest, ModesLevelsAndPassSelection) {
   }
 }
 
+// tune writes a record run/bench/report replay; a record for another model or target is a user
+// error naming the record, never a silent mis-compile; no overwrite without --force.
+TEST_F(CliTest, TuneWritesARecordThatOnlyItsModelAndTargetAccept) {
+  const std::string model = write_model("m.onnx");
+  const std::string other = write_model("other.onnx", "Sigmoid");
+  const std::string record = (dir_ / "t.json").string();
+  CommandResult r = run_cli("tune " + model + " -o " + record + " --rounds 1 --runs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tuning record for target"), std::string::npos) << r.output;
+  std::ifstream in(record);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"model_digest\""), std::string::npos) << text;
+  EXPECT_EQ(run_cli("tune " + model + " -o " + record).exit_code, 1);  // exists, no --force
+
+  for (const char* command : {"run --random", "bench --iters 2", "report", "profile"}) {
+    r = run_cli(str_cat(command, " ", model, " --level O3 --tuning ", record));
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
+  }
+  r = run_cli(str_cat("report ", model, " --level O3 --tuning ", record));
+  EXPECT_NE(r.output.find("t.json' (layouts "), std::string::npos) << r.output;
+  r = run_cli("run " + other + " --random --tuning " + record);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("was made for another model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("t.json"), std::string::npos) << r.output;
+  r = run_cli("report " + other + " --tuning " + record);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+
+  // The same record claiming another target.
+  std::string edited = text;
+  const size_t value = edited.find("\"target\": \"") + 11;
+  edited.replace(value, edited.find('"', value) - value, "sse41");
+  std::ofstream(record, std::ios::trunc) << edited;
+  r = run_cli("run " + model + " --random --tuning " + record);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("measured for target sse41"), std::string::npos) << r.output;
+  r = run_cli("run " + model + " --random --tuning " + (dir_ / "missing.json").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+}
+
 TEST_F(CliTest, DemoRunsAndReportsWhatItDid) {
   const std::string out = (dir_ / "demo").string();
   CommandResult r = run_cli("demo --quick --out " + out);

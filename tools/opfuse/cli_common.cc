@@ -7,6 +7,7 @@
 #include "core/file_io.h"
 #include "core/npy.h"
 #include "core/random.h"
+#include "passes/tuning_record.h"
 #include "frontend/onnx/importer.h"
 #include "kernels/target_caps.h"
 #include "passes/fusion_config_json.h"
@@ -62,6 +63,8 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view defa
   group->add_flag("--measure-layouts", flags.measure_layouts,
                   "O3: time each conv in nChw16c and nhwc while compiling and choose per conv");
   group->add_option("--fusion-config", flags.fusion_config, "JSON fusion config file (flags add to it)");
+  group->add_option("--tuning", flags.tuning,
+                    "tuning record from 'opfuse tune' for this model and target: replay its measured choices");
   cmd->add_option("--threads", flags.threads, "OpenMP threads (0: all cores)")->default_val(0);
   cmd->add_flag("--print-after-all", flags.print_after_all,
                 "print the graph (text IR) after every pass that changed it, to stderr");
@@ -117,6 +120,10 @@ Result<FusionConfig> fusion_config(const SessionFlags& flags) {
     config.memory_budget_bytes = *bytes;
   }
   if (flags.measure_layouts) config.measure_layouts = true;
+  if (!flags.tuning.empty()) {
+    OPFUSE_ASSIGN_OR_RETURN(TuningRecord record, load_tuning_record(flags.tuning));
+    config.tuning = std::make_shared<const TuningRecord>(std::move(record));
+  }
   OPFUSE_TRY(validate_fusion_config(config));
   return config;
 }
@@ -210,6 +217,9 @@ Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlag
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
+  if (const auto& tuning = options.pipeline.fusion.tuning) {
+    OPFUSE_TRY(check_tuning_record(*tuning, graph, active_target()));
+  }
   return analyze_fusion(graph, options.level, options.pipeline, symbols);
 }
 

@@ -24,7 +24,7 @@ Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
 // --mode --level --threads --print-after-all --passes (and the limit flags): how every running
 // command builds its Session.
 // The fusion flags (--disable RULE, --enable-only RULE, --disable-op TYPE, --exclude GLOB,
-// --region-threshold, --max-region-nodes, --memory-budget, --fusion-config FILE) fill
+// --region-threshold, --max-region-nodes, --memory-budget, --fusion-config FILE, --tuning FILE) fill
 // SessionOptions::pipeline.fusion; flags add to (and numbers override) the config file's values.
 struct SessionFlags {
   std::string mode = "graph";
@@ -36,6 +36,7 @@ struct SessionFlags {
   std::string region_threshold, max_region_nodes, memory_budget;  // empty: not given
   bool measure_layouts = false;
   std::string fusion_config;  // JSON file (passes/fusion_config_json.h)
+  std::string tuning;         // tuning record (passes/tuning_record.h)
   const CLI::Option* level_option = nullptr;  // set by add_session_flags: was --level given?
   LimitFlags limits;
 };

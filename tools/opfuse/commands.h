@@ -23,5 +23,6 @@ Action add_viz_command(CLI::App& app);       // viz_command.cc
 Action add_profile_command(CLI::App& app);   // profile_command.cc
 Action add_validate_command(CLI::App& app);  // validate_command.cc
 Action add_optimize_command(CLI::App& app);  // optimize_command.cc
+Action add_tune_command(CLI::App& app);      // tune_command.cc
 
 }  // namespace opfuse::cli

@@ -338,11 +338,9 @@ std::optional<ConstantWeightsProduct> product_of(const KernelCompileContext& ctx
   return p;
 }
 
-// Selection asks whether the kernel wins on the active target; creating it directly (tests,
-// measurements) works on every target.
 template <Anchor kAnchor, bool kFused>
 bool supports(const KernelCompileContext& ctx) {
-  return packed_gemm_wins(active_target()) && product_of<kAnchor, kFused>(ctx).has_value();
+  return product_of<kAnchor, kFused>(ctx).has_value();
 }
 
 template <Anchor kAnchor, bool kFused>
@@ -360,16 +358,16 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 bool packed_gemm_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
 
 KernelImpl packed_matmul_kernel() {
-  return {"cpu.gemm", "MatMul", supports<Anchor::kMatMul, false>, create<Anchor::kMatMul, false>};
+  return {"cpu.gemm", "MatMul", supports<Anchor::kMatMul, false>, create<Anchor::kMatMul, false>, packed_gemm_wins};
 }
 KernelImpl packed_gemm_kernel() {
-  return {"cpu.gemm", "Gemm", supports<Anchor::kGemm, false>, create<Anchor::kGemm, false>};
+  return {"cpu.gemm", "Gemm", supports<Anchor::kGemm, false>, create<Anchor::kGemm, false>, packed_gemm_wins};
 }
 KernelImpl packed_fused_matmul_kernel() {
-  return {"cpu.gemm", "FusedMatMul", supports<Anchor::kMatMul, true>, create<Anchor::kMatMul, true>};
+  return {"cpu.gemm", "FusedMatMul", supports<Anchor::kMatMul, true>, create<Anchor::kMatMul, true>, packed_gemm_wins};
 }
 KernelImpl packed_fused_gemm_kernel() {
-  return {"cpu.gemm", "FusedGemm", supports<Anchor::kGemm, true>, create<Anchor::kGemm, true>};
+  return {"cpu.gemm", "FusedGemm", supports<Anchor::kGemm, true>, create<Anchor::kGemm, true>, packed_gemm_wins};
 }
 
 }  // namespace opfuse

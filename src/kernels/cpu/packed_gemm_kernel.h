@@ -4,8 +4,8 @@
 // a register-tiled micro-kernel (6 x 16 on AVX2, 12 x 32 on AVX-512) accumulates over cache-sized
 // K blocks and applies the bias and the epilogue to its accumulators before the final store.
 //
-// Listed before oneDNN's matmul; it declines where oneDNN is the better kernel on the target
-// (packed_gemm_wins), so the choice is made per target, not assumed.
+// Listed before oneDNN's matmul and preferred only where packed_gemm_wins says it beats oneDNN on
+// the target, so the choice is made per target, not assumed (a tuning record may still pick it).
 #pragma once
 
 #include "core/target.h"

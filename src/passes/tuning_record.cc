@@ -1,0 +1,105 @@
+#include "passes/tuning_record.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ir/text_format.h"
+
+namespace opfuse {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFormatVersion = 1;
+
+// FNV-1a over 8-byte words (then the tail bytes): a model's weights (hundreds of MB) hash in
+// tens of milliseconds.
+struct Fnv1a {
+  uint64_t h = 14695981039346656037ull;
+  void add(const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, p + i, 8);
+      h = (h ^ word) * 1099511628211ull;
+    }
+    for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  }
+};
+
+}  // namespace
+
+std::string model_digest(const Graph& graph) {
+  Fnv1a fnv;
+  const std::string text = print_graph(graph);
+  fnv.add(text.data(), text.size());
+  for (const Value* v : graph.values()) {
+    if (const Tensor* t = v->constant(); t != nullptr) fnv.add(t->raw_data(), t->nbytes());
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv.h));
+  return hex;
+}
+
+std::string tuning_record_to_json(const TuningRecord& record) {
+  // Layout timings and kernels are maps: sorted keys, so two records of one model diff cleanly.
+  json j;
+  j["opfuse_tuning"] = kFormatVersion;
+  j["model_digest"] = record.model_digest;
+  j["target"] = record.target;
+  j["use_layouts"] = record.use_layouts;
+  j["layout_ms"] = record.layout_ms;
+  j["kernels"] = record.kernels;
+  j["measurements"] = record.measurements;
+  return j.dump(2) + "\n";
+}
+
+Result<TuningRecord> parse_tuning_record(std::string_view text, const std::string& source) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::user_error(str_cat(source, " is not a JSON object"));
+  if (!doc.contains("opfuse_tuning") || doc["opfuse_tuning"] != kFormatVersion) {
+    return Status::user_error(str_cat(source, " is not an opfuse tuning record (format ", kFormatVersion,
+                                      "; make one with 'opfuse tune MODEL -o FILE')"));
+  }
+  TuningRecord r;
+  r.source = source;
+  try {
+    r.model_digest = doc.at("model_digest").get<std::string>();
+    r.target = doc.at("target").get<std::string>();
+    r.use_layouts = doc.value("use_layouts", false);
+    r.layout_ms = doc.value("layout_ms", std::map<std::string, double>{});
+    r.kernels = doc.value("kernels", std::map<std::string, std::string>{});
+    r.measurements = doc.value("measurements", std::vector<std::string>{});
+  } catch (const json::exception& e) {
+    return Status::user_error(str_cat(source, ": ", e.what()));
+  }
+  return r;
+}
+
+Result<TuningRecord> load_tuning_record(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::user_error(str_cat("cannot read tuning record '", path, "'"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_tuning_record(buf.str(), str_cat("tuning record '", path, "'"));
+}
+
+Status check_tuning_record(const TuningRecord& record, const Graph& graph, const Target& target) {
+  const std::string digest = model_digest(graph);
+  if (record.model_digest != digest) {
+    return Status::user_error(str_cat(record.source, " was made for another model (digest ", record.model_digest,
+                                      ", this model's is ", digest, "); run 'opfuse tune' on this model"));
+  }
+  if (record.target != isa_tier_name(target.isa)) {
+    return Status::user_error(str_cat(record.source, " was measured for target ", record.target, ", not ",
+                                      isa_tier_name(target.isa), "; run 'opfuse tune MODEL --target ",
+                                      isa_tier_name(target.isa), "' or pass --target ", record.target));
+  }
+  return Status::ok();
+}
+
+}  // namespace opfuse

@@ -1,0 +1,198 @@
+#include "runtime/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "passes/layout_measure.h"
+
+namespace opfuse {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string fmt_ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
+  return buf;
+}
+
+// One plan under test: its session and the record that produced it.
+struct Candidate {
+  std::string name;
+  std::shared_ptr<const TuningRecord> record;  // null: the defaults
+  std::optional<Session> session;
+};
+
+class Tuner {
+ public:
+  Tuner(const Graph& model, const TensorMap& inputs, const TuneOptions& options)
+      : model_(model), inputs_(inputs), options_(options), start_(Clock::now()) {}
+
+  Result<TuningRecord> run() {
+    TuningRecord best;
+    best.model_digest = model_digest(model_);
+    best.target = isa_tier_name(active_target().isa);
+    Candidate incumbent{"default", nullptr, std::nullopt};
+    OPFUSE_ASSIGN_OR_RETURN(Session base, compile(nullptr, /*list_alternatives=*/true));
+    OPFUSE_ASSIGN_OR_RETURN(auto base_plan, base.plan_for(inputs_));
+    incumbent.session.emplace(std::move(base));
+
+    const std::vector<Node*> nodes = base_plan->graph().nodes();
+    const bool has_layouts =
+        std::any_of(nodes.begin(), nodes.end(), [](const Node* n) { return n->op_type() == "BlockedConv"; });
+    const auto classes = anchor_classes(*base_plan);
+    total_ = (has_layouts ? 1 : 0);
+    for (const auto& c : classes) total_ += static_cast<int>(c.second.alternatives.size()) - 1;
+    if (total_ == 0) {
+      best.measurements.push_back("nothing target-dependent to measure: the default plan is kept");
+      say(best.measurements.back());
+      return best;
+    }
+    if (has_layouts) {
+      TuningRecord candidate = best;
+      OPFUSE_TRY(measure_layouts(candidate));
+      candidate.use_layouts = true;
+      OPFUSE_TRY(compare("layouts from measured conv and reorder timings", std::move(candidate), incumbent, best));
+    }
+    for (const auto& [key, cls] : classes) {
+      for (std::string_view alternative : cls.alternatives) {
+        if (alternative == cls.chosen) continue;
+        TuningRecord candidate = best;
+        for (const std::string& node : cls.nodes) candidate.kernels[node] = std::string(alternative);
+        OPFUSE_TRY(compare(str_cat(cls.nodes.size(), " ", key, " on ", alternative, " instead of ", cls.chosen),
+                           std::move(candidate), incumbent, best));
+      }
+    }
+    if (skipped_ > 0) {
+      measurements_.push_back(str_cat("time budget of ", options_.budget_seconds, " s reached: ", skipped_,
+                                      " candidate(s) not measured keep the default"));
+      say(measurements_.back());
+    }
+    best.measurements = std::move(measurements_);
+    return best;
+  }
+
+ private:
+  // Anchors that more than one kernel could run, grouped by op type and the kernels possible.
+  struct AnchorClass {
+    std::string_view chosen;
+    std::vector<std::string_view> alternatives;
+    std::vector<std::string> nodes;
+  };
+  std::map<std::string, AnchorClass> anchor_classes(const CompiledPlan& plan) const {
+    std::map<std::string, AnchorClass> out;
+    for (size_t s = 0; s < plan.kernels_per_run(); ++s) {
+      const auto& alternatives = plan.step_alternatives(s);
+      if (alternatives.size() < 2) continue;
+      std::string key = plan.step_node(s).op_type();
+      for (std::string_view a : alternatives) key += str_cat(a == alternatives.front() ? " (" : ", ", a);
+      key += ")";
+      AnchorClass& c = out[key];
+      c.chosen = plan.step_kernel_name(s);
+      c.alternatives = alternatives;
+      c.nodes.push_back(plan.step_node(s).name());
+    }
+    return out;
+  }
+
+  Result<Session> compile(std::shared_ptr<const TuningRecord> record, bool list_alternatives = false) const {
+    SessionOptions options = options_.session;
+    options.pipeline.fusion.tuning = std::move(record);
+    options.list_kernel_alternatives = list_alternatives;
+    return Session::create(model_.clone(), options);
+  }
+
+  // Compiles the model once with the layout pass timing every conv and reorder it weighs.
+  Status measure_layouts(TuningRecord& record) const {
+    MeasuringLayoutTimer timer;
+    {
+      ScopedLayoutTimer scoped(&timer);
+      OPFUSE_ASSIGN_OR_RETURN(Session session, compile(nullptr));
+      OPFUSE_TRY(session.plan_for(inputs_).status());
+    }
+    record.layout_ms = timer.timings();
+    return Status::ok();
+  }
+
+  // Milliseconds per run of the session (median of runs_per_round, after one warm-up).
+  Result<double> time_round(const Session& session) const {
+    OPFUSE_TRY(session.run(inputs_).status());
+    std::vector<double> ms;
+    for (int i = 0; i < options_.runs_per_round; ++i) {
+      const auto t0 = Clock::now();
+      OPFUSE_TRY(session.run(inputs_).status());
+      ms.push_back(seconds_since(t0) * 1e3);
+    }
+    return median(ms);
+  }
+
+  // Times the candidate against the incumbent, alternating; keeps it (as `best`) if it wins.
+  Status compare(const std::string& what, TuningRecord candidate_record, Candidate& incumbent, TuningRecord& best) {
+    ++done_;
+    if (seconds_since(start_) > options_.budget_seconds) {
+      ++skipped_;
+      say(str_cat("[", done_, "/", total_, "] ", what, ": skipped (time budget)"));
+      return Status::ok();
+    }
+    auto record = std::make_shared<const TuningRecord>(std::move(candidate_record));
+    OPFUSE_ASSIGN_OR_RETURN(Session session, compile(record));
+    std::vector<double> ratios, ms_new, ms_old;
+    for (int r = 0; r < options_.rounds; ++r) {
+      OPFUSE_ASSIGN_OR_RETURN(double old_ms, time_round(*incumbent.session));
+      OPFUSE_ASSIGN_OR_RETURN(double new_ms, time_round(session));
+      ms_old.push_back(old_ms);
+      ms_new.push_back(new_ms);
+      ratios.push_back(new_ms / old_ms);
+    }
+    // Kept when it wins by the margin at the median and in every round: one lucky round on a
+    // noisy machine must not flip a choice.
+    const double ratio = median(ratios);
+    const bool keep = ratio <= options_.keep_ratio && *std::max_element(ratios.begin(), ratios.end()) < 1.0;
+    const std::string line = str_cat(what, ": ", fmt_ms(median(ms_new)), " vs ", fmt_ms(median(ms_old)), " (",
+                                     incumbent.name, "), ratio ", ratio, keep ? ": kept" : ": not kept");
+    measurements_.push_back(line);
+    say(str_cat("[", done_, "/", total_, "] ", line));
+    if (keep) {
+      best = *record;
+      incumbent = Candidate{what, record, std::move(session)};
+    }
+    return Status::ok();
+  }
+
+  void say(const std::string& line) const {
+    if (options_.progress != nullptr) *options_.progress << "[tune " << static_cast<int>(seconds_since(start_))
+                                                         << " s] " << line << std::endl;
+  }
+
+  const Graph& model_;
+  const TensorMap& inputs_;
+  const TuneOptions& options_;
+  const Clock::time_point start_;
+  int total_ = 0, done_ = 0, skipped_ = 0;
+  std::vector<std::string> measurements_;  // one line per candidate, kept or not
+};
+
+}  // namespace
+
+Result<TuningRecord> tune_model(const Graph& model, const TensorMap& inputs, const TuneOptions& options) {
+  if (options.session.mode != ExecutionMode::kGraph) {
+    return Status::user_error("tuning measures compiled plans: use graph mode");
+  }
+  return Tuner(model, inputs, options).run();
+}
+
+}  // namespace opfuse

@@ -1,0 +1,33 @@
+// The autotuner behind `opfuse tune`: measures, on this machine and target, the choices the
+// compiler otherwise estimates, and writes them to a tuning record (passes/tuning_record.h).
+//
+// Candidates, each compared end to end with the best plan so far (whole-model runs, alternating
+// rounds; a candidate is kept when it wins every round and by keep_ratio at the median, so noise
+// rarely flips a choice):
+//   1. layouts: the O3 layout pass solved with measured conv and reorder timings instead of the
+//      estimate (only for models whose O3 plan has convs to lay out);
+//   2. kernels: for every class of anchors (op type, chosen kernel, the kernels that could run
+//      them) each other kernel that supports them, for all nodes of the class at once.
+// Measuring stops at the time budget; what was not measured keeps the default.
+#pragma once
+
+#include <ostream>
+
+#include "passes/tuning_record.h"
+#include "runtime/session.h"
+
+namespace opfuse {
+
+struct TuneOptions {
+  SessionOptions session;     // level, threads, target, fusion config of the plans compared
+  double budget_seconds = 300;
+  int rounds = 3;             // alternating rounds per comparison
+  int runs_per_round = 10;    // timed runs of each plan per round, after one warm-up
+  double keep_ratio = 0.98;   // a candidate is kept at or below this median time ratio (and < 1 in every round)
+  std::ostream* progress = nullptr;  // one line per candidate
+};
+
+// `model` as loaded (the record's digest is taken from it); `inputs` for every graph input.
+Result<TuningRecord> tune_model(const Graph& model, const TensorMap& inputs, const TuneOptions& options);
+
+}  // namespace opfuse

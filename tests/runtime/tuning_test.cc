@@ -1,0 +1,177 @@
+// Tuning records (passes/tuning_record.h) and the tuner (runtime/tuner.h): the file format, the
+// refusals for another model or target, kernel choices replayed by graph mode, and a real tuning
+// run within its budget.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ir/text_format.h"
+#include "passes/tuning_record.h"
+#include "runtime/compare.h"
+#include "runtime/tuner.h"
+
+namespace opfuse {
+namespace {
+
+constexpr const char* kMlp = R"(graph @main opset 13 (%x: f32[8,64]) {
+  %w1: f32[64,48] = const splat 0.03125
+  %w2: f32[48,16] = const splat -0.0625
+  %h: f32[8,48] = MatMul(%x, %w1) #mm1
+  %r: f32[8,48] = Relu(%h) #relu
+  %y: f32[8,16] = MatMul(%r, %w2) #mm2
+  return %y
+}
+)";
+
+Graph mlp() {
+  auto g = parse_graph(kMlp);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  return std::move(*g);
+}
+
+TensorMap mlp_inputs() {
+  Tensor x = Tensor::zeros(DType::kF32, {8, 64}).value();
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 13) - 6.0f;
+  return {{"x", std::move(x)}};
+}
+
+TuningRecord record_for(const Graph& g) {
+  TuningRecord r;
+  r.model_digest = model_digest(g);
+  r.target = isa_tier_name(active_target().isa);
+  r.source = "tuning record 'test'";
+  return r;
+}
+
+TEST(TuningRecordTest, JsonRoundTripKeepsEveryChoice) {
+  TuningRecord r = record_for(mlp());
+  r.use_layouts = true;
+  r.layout_ms = {{"conv 16 0 [1,3,8,8] [4,3,3,3] 10", 0.25}, {"reorder 8 [1,4,8,8]", 0.01}};
+  r.kernels = {{"mm1", "onednn.matmul"}};
+  r.measurements = {"a line"};
+  auto back = parse_tuning_record(tuning_record_to_json(r), "round trip");
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->model_digest, r.model_digest);
+  EXPECT_EQ(back->target, r.target);
+  EXPECT_TRUE(back->use_layouts);
+  EXPECT_EQ(back->layout_ms, r.layout_ms);
+  EXPECT_EQ(back->kernels, r.kernels);
+  EXPECT_EQ(back->measurements, r.measurements);
+}
+
+TEST(TuningRecordTest, MalformedFilesAreUserErrorsNamingTheFile) {
+  for (const char* text : {"not json", "[1, 2]", R"({"model_digest": "x"})", R"({"opfuse_tuning": 99})",
+                           R"({"opfuse_tuning": 1, "model_digest": 5, "target": "avx2"})"}) {
+    auto r = parse_tuning_record(text, "tuning record 'bad.json'");
+    ASSERT_FALSE(r.is_ok()) << text;
+    EXPECT_EQ(r.status().kind(), ErrorKind::kUser) << text;
+    EXPECT_NE(r.status().message().find("'bad.json'"), std::string::npos) << r.status().message();
+  }
+  EXPECT_FALSE(load_tuning_record("/nonexistent/t.json").is_ok());
+}
+
+TEST(TuningRecordTest, DigestTellsModelsApartAndIsStable) {
+  const Graph a = mlp();
+  EXPECT_EQ(model_digest(a), model_digest(mlp()));
+  std::string other = kMlp;
+  other.replace(other.find("splat 0.03125"), 13, "splat 0.03124");  // one weight value
+  auto b = parse_graph(other);
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_NE(model_digest(a), model_digest(*b));
+}
+
+TEST(TuningRecordTest, SessionRefusesARecordForAnotherModelOrTarget) {
+  SessionOptions options;
+  options.level = OptLevel::kO3;
+  TuningRecord wrong_model = record_for(mlp());
+  wrong_model.model_digest = "0123456789abcdef";
+  options.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(wrong_model);
+  auto s = Session::create(mlp(), options);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().kind(), ErrorKind::kUser);
+  EXPECT_NE(s.status().message().find("another model"), std::string::npos) << s.status().message();
+
+  TuningRecord wrong_target = record_for(mlp());
+  wrong_target.target = active_target().isa == IsaTier::kAvx2 ? "avx512_core" : "avx2";
+  options.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(wrong_target);
+  s = Session::create(mlp(), options);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("measured for target " + wrong_target.target), std::string::npos)
+      << s.status().message();
+}
+
+// The record's kernel runs where it names one (and says so); a kernel that cannot run the node
+// falls back to the table's choice; outputs match either way.
+TEST(TuningRecordTest, GraphModeRunsTheRecordedKernels) {
+  SessionOptions options;
+  options.level = OptLevel::kO1;
+  auto plain = Session::create(mlp(), options);
+  ASSERT_TRUE(plain.is_ok());
+  const auto want = plain->run(mlp_inputs());
+  ASSERT_TRUE(want.is_ok());
+
+  TuningRecord r = record_for(mlp());
+  r.kernels = {{"mm1", "reference"}, {"mm2", "hwy.softmax"}};  // mm2: not a MatMul kernel
+  options.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(r);
+  auto tuned = Session::create(mlp(), options);
+  ASSERT_TRUE(tuned.is_ok()) << tuned.status().message();
+  auto plan = tuned->plan_for(mlp_inputs());
+  ASSERT_TRUE(plan.is_ok());
+  for (size_t s = 0; s < (*plan)->kernels_per_run(); ++s) {
+    const std::string& name = (*plan)->step_node(s).name();
+    if (name == "mm1") {
+      EXPECT_EQ((*plan)->step_kernel_label(s), "reference (tuning record)");
+    }
+    if (name == "mm2") {
+      EXPECT_NE((*plan)->step_kernel_name(s), "hwy.softmax");
+      EXPECT_EQ((*plan)->step_kernel_label(s).find("tuning record"), std::string::npos);
+    }
+  }
+  const auto got = tuned->run(mlp_inputs());
+  ASSERT_TRUE(got.is_ok());
+  EXPECT_LE(max_relative_difference(*got, *want), 1e-5);
+}
+
+// A real tuning run: both MatMuls can run on two kernels, so there is one candidate class; the
+// record is for this model and target, every candidate left a measurement line, and the tuned
+// session (replaying it) computes what the default one does.
+TEST(TunerTest, MeasuresTheCandidatesAndWritesAUsableRecord) {
+  TuneOptions options;
+  options.session.level = OptLevel::kO3;
+  options.rounds = 1;
+  options.runs_per_round = 2;
+  std::ostringstream progress;
+  options.progress = &progress;
+  auto record = tune_model(mlp(), mlp_inputs(), options);
+  ASSERT_TRUE(record.is_ok()) << record.status().message();
+  EXPECT_EQ(record->model_digest, model_digest(mlp()));
+  EXPECT_EQ(record->target, isa_tier_name(active_target().isa));
+  ASSERT_FALSE(record->measurements.empty());
+  EXPECT_NE(record->measurements[0].find("MatMul"), std::string::npos) << record->measurements[0];
+  EXPECT_NE(progress.str().find("[1/"), std::string::npos) << progress.str();
+  for (const auto& [node, kernel] : record->kernels) EXPECT_TRUE(node == "mm1" || node == "mm2") << node;
+
+  auto parsed = parse_tuning_record(tuning_record_to_json(*record), "t");
+  ASSERT_TRUE(parsed.is_ok());
+  SessionOptions with_record = options.session;
+  with_record.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(*parsed);
+  auto tuned = Session::create(mlp(), with_record);
+  ASSERT_TRUE(tuned.is_ok()) << tuned.status().message();
+  auto plain = Session::create(mlp(), options.session);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_LE(max_relative_difference(*tuned->run(mlp_inputs()), *plain->run(mlp_inputs())), 1e-5);
+}
+
+TEST(TunerTest, StopsMeasuringAtTheBudget) {
+  TuneOptions options;
+  options.session.level = OptLevel::kO3;
+  options.budget_seconds = 1e-9;
+  auto record = tune_model(mlp(), mlp_inputs(), options);
+  ASSERT_TRUE(record.is_ok()) << record.status().message();
+  EXPECT_TRUE(record->kernels.empty());
+  ASSERT_FALSE(record->measurements.empty());
+  EXPECT_NE(record->measurements.back().find("time budget"), std::string::npos) << record->measurements.back();
+}
+
+}  // namespace
+}  // namespace opfuse
