@@ -7,10 +7,20 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace opfuse {
 
 namespace fs = std::filesystem;
+
+Result<std::string> read_file(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::user_error(str_cat("cannot read ", what, " '", path, "'"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
 
 Status check_can_write(const std::string& path, bool overwrite) {
   std::error_code ec;

@@ -1,9 +1,9 @@
 #include "passes/fusion_config_json.h"
 
 #include <cctype>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "core/file_io.h"
 
 #include "passes/fusion_rules.h"
 
@@ -107,11 +107,8 @@ Result<FusionConfigFile> parse_fusion_config_json(std::string_view text, const s
 }
 
 Result<FusionConfigFile> load_fusion_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::user_error(str_cat("cannot read fusion config '", path, "'"));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_fusion_config_json(buf.str(), str_cat("fusion config '", path, "'"));
+  OPFUSE_ASSIGN_OR_RETURN(std::string text, read_file(path, "fusion config"));
+  return parse_fusion_config_json(text, str_cat("fusion config '", path, "'"));
 }
 
 std::string fusion_config_to_json(const FusionConfig& config) {

@@ -2,10 +2,9 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/file_io.h"
 #include "ir/text_format.h"
 
 namespace opfuse {
@@ -81,11 +80,8 @@ Result<TuningRecord> parse_tuning_record(std::string_view text, const std::strin
 }
 
 Result<TuningRecord> load_tuning_record(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::user_error(str_cat("cannot read tuning record '", path, "'"));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_tuning_record(buf.str(), str_cat("tuning record '", path, "'"));
+  OPFUSE_ASSIGN_OR_RETURN(std::string text, read_file(path, "tuning record"));
+  return parse_tuning_record(text, str_cat("tuning record '", path, "'"));
 }
 
 Status check_tuning_record(const TuningRecord& record, const Graph& graph, const Target& target) {
