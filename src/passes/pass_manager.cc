@@ -5,6 +5,7 @@
 #include "ir/verifier.h"
 #include "passes/extra_passes.h"
 #include "passes/fusion_rules.h"
+#include "passes/tuning_record.h"
 #include "passes/pass.h"
 
 namespace opfuse {
@@ -65,6 +66,10 @@ Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options
   // Unknown rule names or op types would silently switch nothing: an error listing the valid ones.
   OPFUSE_TRY(validate_fusion_config(options.fusion));
   context.fusion = options.fusion;
+  // A tuning record's measured region threshold replaces the configured one.
+  if (const auto& tuning = context.fusion.tuning; tuning && tuning->region_threshold) {
+    context.fusion.region_min_traffic_saving = *tuning->region_threshold;
+  }
   std::vector<PipelineStage> stages;
   if (options.passes) {
     for (const std::string& name : *options.passes) {

@@ -45,13 +45,13 @@ std::string model_digest(const Graph& graph) {
 }
 
 std::string tuning_record_to_json(const TuningRecord& record) {
-  // Layout timings and kernels are maps: sorted keys, so two records of one model diff cleanly.
   json j;
   j["opfuse_tuning"] = kFormatVersion;
   j["model_digest"] = record.model_digest;
   j["target"] = record.target;
   j["use_layouts"] = record.use_layouts;
   j["layout_ms"] = record.layout_ms;
+  j["region_threshold"] = record.region_threshold ? json(*record.region_threshold) : json(nullptr);
   j["kernels"] = record.kernels;
   j["measurements"] = record.measurements;
   return j.dump(2) + "\n";
@@ -71,6 +71,11 @@ Result<TuningRecord> parse_tuning_record(std::string_view text, const std::strin
     r.target = doc.at("target").get<std::string>();
     r.use_layouts = doc.value("use_layouts", false);
     r.layout_ms = doc.value("layout_ms", std::map<std::string, double>{});
+    if (doc.contains("region_threshold") && !doc["region_threshold"].is_null()) {
+      const double t = doc["region_threshold"].get<double>();
+      if (!(t >= 0.0 && t <= 1.0)) return Status::user_error(str_cat(source, ": region_threshold must be in [0, 1]"));
+      r.region_threshold = t;
+    }
     r.kernels = doc.value("kernels", std::map<std::string, std::string>{});
     r.measurements = doc.value("measurements", std::vector<std::string>{});
   } catch (const json::exception& e) {

@@ -1,13 +1,15 @@
 // A tuning record (`opfuse tune`, runtime/tuner.h): the target-dependent choices measured for one
 // model on one target, and the measurements behind them. Compiles given a record replay its
 // choices instead of estimating: the O3 layout pass solves its layout problem with the recorded
-// conv and reorder timings, and kernel selection takes the recorded kernel of each node it names.
+// conv and reorder timings, region fusion takes the recorded threshold, and kernel selection takes
+// the recorded kernel of each node it names.
 // Without a record compiles stay deterministic estimates. A record is refused for any other
 // model (digest) or target tier, with the command that makes a fitting one.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct TuningRecord {
   // passes/layout_measure.h), replayed when `use_layouts`; they lost end to end otherwise.
   bool use_layouts = false;
   std::map<std::string, double> layout_ms;
+  // Region fusion's minimum traffic saving (FusionConfig::region_min_traffic_saving), when a
+  // measured value beat the configured one.
+  std::optional<double> region_threshold;
   // Node name (of the optimised graph) -> kernel name ("cpu.gemm", "onednn.matmul").
   std::map<std::string, std::string> kernels;
   // What the tuner measured, for people reading the file: one line each, e.g.

@@ -62,6 +62,7 @@ FusionReport make_fusion_report(const FusionAnalysis& a) {
   r.level = std::string(opt_level_name(a.level));
   r.target = a.context.target.describe();
   r.config = a.config;
+  r.config.region_min_traffic_saving = a.context.fusion.region_min_traffic_saving;  // a record's, if any
   // Rules: the passes' counters; decisions fill in rules a pass did not count.
   std::map<std::string, FusionReport::Rule> rules;
   for (const auto& [name, c] : a.context.rule_counters) {
@@ -157,8 +158,9 @@ std::string format_fusion_report(const FusionReport& r) {
   if (!c.excluded_node_globs.empty()) config.push_back("excluded nodes: " + join(c.excluded_node_globs, ", "));
   if (const auto& t = c.tuning) {
     config.push_back(str_cat(t->source.empty() ? std::string("a tuning record") : t->source, " (layouts ",
-                             t->use_layouts ? "from its timings" : "estimated", ", ", t->kernels.size(),
-                             " kernel choice(s))"));
+                             t->use_layouts ? "from its timings" : "estimated", ", region threshold ",
+                             t->region_threshold ? std::to_string(*t->region_threshold) : std::string("configured"),
+                             ", ", t->kernels.size(), " kernel choice(s))"));
   }
   line("config: " + (config.empty() ? std::string("defaults") : join(config, "; ")));
 
@@ -215,7 +217,8 @@ std::string fusion_report_json(const FusionReport& r) {
                  {"memory_budget", r.config.memory_budget_bytes}};
   j["tuning"] = nullptr;
   if (const auto& t = r.config.tuning) {
-    j["tuning"] = {{"source", t->source}, {"use_layouts", t->use_layouts}, {"kernels", t->kernels}};
+    j["tuning"] = {{"source", t->source}, {"use_layouts", t->use_layouts}, {"kernels", t->kernels},
+                   {"region_threshold", t->region_threshold ? json(*t->region_threshold) : json(nullptr)}};
   }
   j["rules"] = json::array();
   for (const auto& rule : r.rules) {

@@ -55,7 +55,19 @@ class Tuner {
     const bool has_layouts =
         std::any_of(nodes.begin(), nodes.end(), [](const Node* n) { return n->op_type() == "BlockedConv"; });
     const auto classes = anchor_classes(*base_plan);
-    total_ = (has_layouts ? 1 : 0);
+    // Region fusion's threshold, tried lower and higher where region fusion weighed anything.
+    std::vector<double> region_thresholds;
+    const auto& decisions = base_plan->pass_decisions();
+    const bool region_fusion_ran = std::any_of(decisions.begin(), decisions.end(), [](const PassDecision& d) {
+      return d.pass == "region_fusion" || d.rule == "region_fusion";
+    });
+    if (region_fusion_ran) {
+      const double configured = options_.session.pipeline.fusion.region_min_traffic_saving;
+      for (double t : {0.1, 0.5}) {
+        if (t != configured) region_thresholds.push_back(t);
+      }
+    }
+    total_ = (has_layouts ? 1 : 0) + static_cast<int>(region_thresholds.size());
     for (const auto& c : classes) total_ += static_cast<int>(c.second.alternatives.size()) - 1;
     if (total_ == 0) {
       best.measurements.push_back("nothing target-dependent to measure: the default plan is kept");
@@ -67,6 +79,13 @@ class Tuner {
       OPFUSE_TRY(measure_layouts(candidate));
       candidate.use_layouts = true;
       OPFUSE_TRY(compare("layouts from measured conv and reorder timings", std::move(candidate), incumbent, best));
+    }
+    for (double threshold : region_thresholds) {
+      TuningRecord candidate = best;
+      candidate.region_threshold = threshold;
+      OPFUSE_TRY(compare(str_cat("region fusion threshold ", threshold, " instead of ",
+                                 options_.session.pipeline.fusion.region_min_traffic_saving),
+                         std::move(candidate), incumbent, best));
     }
     for (const auto& [key, cls] : classes) {
       for (std::string_view alternative : cls.alternatives) {

@@ -6,7 +6,9 @@
 // rarely flips a choice):
 //   1. layouts: the O3 layout pass solved with measured conv and reorder timings instead of the
 //      estimate (only for models whose O3 plan has convs to lay out);
-//   2. kernels: for every class of anchors (op type, chosen kernel, the kernels that could run
+//   2. region fusion's traffic-saving threshold, 0.1 and 0.5 against the configured one (for
+//      models where region fusion weighed candidates);
+//   3. kernels: for every class of anchors (op type, chosen kernel, the kernels that could run
 //      them) each other kernel that supports them, for all nodes of the class at once.
 // Measuring stops at the time budget; what was not measured keeps the default.
 #pragma once

@@ -132,6 +132,42 @@ TEST(TuningRecordTest, GraphModeRunsTheRecordedKernels) {
   EXPECT_LE(max_relative_difference(*got, *want), 1e-5);
 }
 
+// A record's region threshold replaces the configured one: at 1.0 (every byte must be saved)
+// nothing fuses into a region that fuses by default.
+TEST(TuningRecordTest, RegionThresholdFromTheRecordApplies) {
+  constexpr const char* kChain = R"(graph @main opset 13 (%x: f32[4,256]) {
+  %a: f32[4,256] = Exp(%x)
+  %b: f32[4,256] = Tanh(%a)
+  %c: f32[4,256] = Sigmoid(%b)
+  %y: f32[4,256] = Add(%c, %x)
+  return %y
+}
+)";
+  auto regions = [&](std::optional<double> threshold) {
+    auto g = parse_graph(kChain);
+    EXPECT_TRUE(g.is_ok());
+    SessionOptions options;
+    options.level = OptLevel::kO2;
+    if (threshold) {
+      TuningRecord r = record_for(*g);
+      r.region_threshold = threshold;
+      options.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(r);
+    }
+    auto s = Session::create(std::move(*g), options);
+    EXPECT_TRUE(s.is_ok()) << s.status().message();
+    Tensor x = Tensor::zeros(DType::kF32, {4, 256}).value();
+    auto plan = s->plan_for({{"x", x}});
+    EXPECT_TRUE(plan.is_ok());
+    int n = 0;
+    for (size_t i = 0; i < (*plan)->kernels_per_run(); ++i) n += (*plan)->step_node(i).op_type() == "FusedRegion";
+    return n;
+  };
+  EXPECT_GT(regions(std::nullopt), 0);
+  EXPECT_EQ(regions(1.0), 0);
+  EXPECT_FALSE(parse_tuning_record(R"({"opfuse_tuning": 1, "model_digest": "x", "target": "avx2", "region_threshold": 2})",
+                                   "t").is_ok());
+}
+
 // A real tuning run: both MatMuls can run on two kernels, so there is one candidate class; the
 // record is for this model and target, every candidate left a measurement line, and the tuned
 // session (replaying it) computes what the default one does.
