@@ -47,6 +47,10 @@ struct KernelCompileContext {
   // The kernel to use (a KernelImpl name, or "reference"), as a tuning record chose it; empty:
   // the table's order. A name that does not support the node falls back to the table.
   std::string_view kernel = {};
+  // Where an anchor's epilogue runs, as a tuning record chose it: inside the library kernel as far
+  // as it keeps NaN (kLibrary), all in our own pass after it (kOwnPass), or the kernel's default.
+  enum class Epilogue { kDefault, kLibrary, kOwnPass };
+  Epilogue epilogue = Epilogue::kDefault;
 };
 
 // One optimised implementation of one op type.

@@ -53,6 +53,7 @@ std::string tuning_record_to_json(const TuningRecord& record) {
   j["layout_ms"] = record.layout_ms;
   j["region_threshold"] = record.region_threshold ? json(*record.region_threshold) : json(nullptr);
   j["kernels"] = record.kernels;
+  j["epilogues"] = record.epilogues;
   j["measurements"] = record.measurements;
   return j.dump(2) + "\n";
 }
@@ -77,6 +78,13 @@ Result<TuningRecord> parse_tuning_record(std::string_view text, const std::strin
       r.region_threshold = t;
     }
     r.kernels = doc.value("kernels", std::map<std::string, std::string>{});
+    r.epilogues = doc.value("epilogues", std::map<std::string, std::string>{});
+    for (const auto& [node, place] : r.epilogues) {
+      if (place != "library" && place != "own_pass") {
+        return Status::user_error(str_cat(source, ": epilogue of '", node, "' is '", place,
+                                          "' (valid: library, own_pass)"));
+      }
+    }
     r.measurements = doc.value("measurements", std::vector<std::string>{});
   } catch (const json::exception& e) {
     return Status::user_error(str_cat(source, ": ", e.what()));

@@ -1,8 +1,8 @@
 // A tuning record (`opfuse tune`, runtime/tuner.h): the target-dependent choices measured for one
 // model on one target, and the measurements behind them. Compiles given a record replay its
 // choices instead of estimating: the O3 layout pass solves its layout problem with the recorded
-// conv and reorder timings, region fusion takes the recorded threshold, and kernel selection takes
-// the recorded kernel of each node it names.
+// conv and reorder timings, region fusion takes the recorded threshold, and kernel creation takes
+// the recorded kernel and epilogue placement of each node it names.
 // Without a record compiles stay deterministic estimates. A record is refused for any other
 // model (digest) or target tier, with the command that makes a fitting one.
 #pragma once
@@ -31,6 +31,9 @@ struct TuningRecord {
   std::optional<double> region_threshold;
   // Node name (of the optimised graph) -> kernel name ("cpu.gemm", "onednn.matmul").
   std::map<std::string, std::string> kernels;
+  // Node name -> where its epilogue runs: "library" (inside the library kernel as far as it keeps
+  // NaN) or "own_pass" (all of it in our own pass after the kernel).
+  std::map<std::string, std::string> epilogues;
   // What the tuner measured, for people reading the file: one line each, e.g.
   // "O3 default 47.1 ms, layouts measured 46.2 ms: kept".
   std::vector<std::string> measurements;

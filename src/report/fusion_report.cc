@@ -160,7 +160,8 @@ std::string format_fusion_report(const FusionReport& r) {
     config.push_back(str_cat(t->source.empty() ? std::string("a tuning record") : t->source, " (layouts ",
                              t->use_layouts ? "from its timings" : "estimated", ", region threshold ",
                              t->region_threshold ? std::to_string(*t->region_threshold) : std::string("configured"),
-                             ", ", t->kernels.size(), " kernel choice(s))"));
+                             ", ", t->kernels.size(), " kernel choice(s), ", t->epilogues.size(),
+                             " epilogue placement(s))"));
   }
   line("config: " + (config.empty() ? std::string("defaults") : join(config, "; ")));
 
@@ -217,7 +218,7 @@ std::string fusion_report_json(const FusionReport& r) {
                  {"memory_budget", r.config.memory_budget_bytes}};
   j["tuning"] = nullptr;
   if (const auto& t = r.config.tuning) {
-    j["tuning"] = {{"source", t->source}, {"use_layouts", t->use_layouts}, {"kernels", t->kernels},
+    j["tuning"] = {{"source", t->source}, {"use_layouts", t->use_layouts}, {"kernels", t->kernels}, {"epilogues", t->epilogues},
                    {"region_threshold", t->region_threshold ? json(*t->region_threshold) : json(nullptr)}};
   }
   j["rules"] = json::array();

@@ -130,10 +130,17 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
     if (options.kernels != nullptr) {
       if (auto it = options.kernels->find(node->name()); it != options.kernels->end()) ctx.kernel = it->second;
     }
+    if (options.epilogues != nullptr) {
+      if (auto it = options.epilogues->find(node->name()); it != options.epilogues->end()) {
+        ctx.epilogue = it->second == "library" ? KernelCompileContext::Epilogue::kLibrary
+                                               : KernelCompileContext::Epilogue::kOwnPass;
+      }
+    }
     std::vector<std::string_view> alternatives;
     if (options.list_alternatives) alternatives = kernel_alternatives(ctx);
     OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, create_kernel(ctx));
-    const bool tuned = !ctx.kernel.empty() && kernel->name() == ctx.kernel;
+    const bool tuned = (!ctx.kernel.empty() && kernel->name() == ctx.kernel) ||
+                       ctx.epilogue != KernelCompileContext::Epilogue::kDefault;
     steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs), tuned, std::move(alternatives)});
   }
   // Lifetimes: a buffer lives from the step writing it to the last step reading it (through

@@ -27,6 +27,8 @@ struct CompileOptions {
   bool inputs_finite = false;
   // Node name -> kernel name, from a tuning record (passes/tuning_record.h); null: the table's.
   const std::map<std::string, std::string>* kernels = nullptr;
+  // Node name -> "library" / "own_pass": where its epilogue runs (KernelCompileContext::epilogue).
+  const std::map<std::string, std::string>* epilogues = nullptr;
   // Keep, per step, every kernel that supports its node (step_alternatives), for the tuner.
   bool list_alternatives = false;
 };

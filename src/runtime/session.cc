@@ -91,7 +91,10 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   CompileOptions compile;
   compile.threads = options_.threads;
   compile.inputs_finite = inputs_finite;
-  if (const auto& tuning = options_.pipeline.fusion.tuning) compile.kernels = &tuning->kernels;
+  if (const auto& tuning = options_.pipeline.fusion.tuning) {
+    compile.kernels = &tuning->kernels;
+    compile.epilogues = &tuning->epilogues;
+  }
   compile.list_alternatives = options_.list_kernel_alternatives;
   OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
   plan->set_pass_decisions(std::move(context.decisions));

@@ -55,6 +55,7 @@ class Tuner {
     const bool has_layouts =
         std::any_of(nodes.begin(), nodes.end(), [](const Node* n) { return n->op_type() == "BlockedConv"; });
     const auto classes = anchor_classes(*base_plan);
+    const auto epilogue_classes = epilogue_anchors(*base_plan);
     // Region fusion's threshold, tried lower and higher where region fusion weighed anything.
     std::vector<double> region_thresholds;
     const auto& decisions = base_plan->pass_decisions();
@@ -67,7 +68,8 @@ class Tuner {
         if (t != configured) region_thresholds.push_back(t);
       }
     }
-    total_ = (has_layouts ? 1 : 0) + static_cast<int>(region_thresholds.size());
+    total_ = (has_layouts ? 1 : 0) + static_cast<int>(region_thresholds.size()) +
+             2 * static_cast<int>(epilogue_classes.size());
     for (const auto& c : classes) total_ += static_cast<int>(c.second.alternatives.size()) - 1;
     if (total_ == 0) {
       best.measurements.push_back("nothing target-dependent to measure: the default plan is kept");
@@ -93,6 +95,15 @@ class Tuner {
         TuningRecord candidate = best;
         for (const std::string& node : cls.nodes) candidate.kernels[node] = std::string(alternative);
         OPFUSE_TRY(compare(str_cat(cls.nodes.size(), " ", key, " on ", alternative, " instead of ", cls.chosen),
+                           std::move(candidate), incumbent, best));
+      }
+    }
+    for (const auto& [key, nodes] : epilogue_classes) {
+      for (const char* place : {"own_pass", "library"}) {
+        TuningRecord candidate = best;
+        for (const std::string& node : nodes) candidate.epilogues[node] = place;
+        OPFUSE_TRY(compare(str_cat(nodes.size(), " ", key, " with the epilogue ",
+                                   std::string_view(place) == "library" ? "in the library kernel" : "in our own pass"),
                            std::move(candidate), incumbent, best));
       }
     }
@@ -124,6 +135,23 @@ class Tuner {
       c.chosen = plan.step_kernel_name(s);
       c.alternatives = alternatives;
       c.nodes.push_back(plan.step_node(s).name());
+    }
+    return out;
+  }
+
+  // Anchors running a library kernel with an epilogue, by op type and epilogue: where the post-ops
+  // run (inside the library kernel or in our own pass after it) is measured per class.
+  std::map<std::string, std::vector<std::string>> epilogue_anchors(const CompiledPlan& plan) const {
+    std::map<std::string, std::vector<std::string>> out;
+    for (size_t s = 0; s < plan.kernels_per_run(); ++s) {
+      const Node& node = plan.step_node(s);
+      const auto it = node.attrs.find("epilogue");
+      if (it == node.attrs.end() || !plan.step_kernel_name(s).starts_with("onednn.")) continue;
+      const auto* ops = std::get_if<std::vector<std::string>>(&it->second);
+      if (ops == nullptr || ops->empty()) continue;
+      std::string key = str_cat(node.op_type(), " [");
+      for (const std::string& op : *ops) key += str_cat(&op == &ops->front() ? "" : ", ", op);
+      out[key + "]"].push_back(node.name());
     }
     return out;
   }

@@ -9,7 +9,10 @@
 //   2. region fusion's traffic-saving threshold, 0.1 and 0.5 against the configured one (for
 //      models where region fusion weighed candidates);
 //   3. kernels: for every class of anchors (op type, chosen kernel, the kernels that could run
-//      them) each other kernel that supports them, for all nodes of the class at once.
+//      them) each other kernel that supports them, for all nodes of the class at once;
+//   4. epilogue placement: for every class of anchors on a library kernel with an epilogue (op
+//      type and post-ops), the whole epilogue in our own pass, and as much as keeps NaN inside the
+//      library kernel.
 // Measuring stops at the time budget; what was not measured keeps the default.
 #pragma once
 

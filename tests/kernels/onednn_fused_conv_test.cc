@@ -2,6 +2,7 @@
 // (Conv's reference, then each post-op applied elementwise), on random shapes per post-op.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -28,8 +29,12 @@ struct ConvCase {
 
 // Builds FusedConv(x, W, [b], [r]) {epilogue} with constant W/b, runs the kernel create_kernel
 // picks and the reference kernel, and compares them.
+// `placement` and `implementation`: a tuning record's epilogue placement, and the kernel's
+// implementation string that shows it.
 void check(const ConvCase& c, const std::vector<std::string>& epilogue, std::mt19937& gen,
-           std::string_view want_kernel = "onednn.fused_conv") {
+           std::string_view want_kernel = "onednn.fused_conv",
+           KernelCompileContext::Epilogue placement = KernelCompileContext::Epilogue::kDefault,
+           std::string* implementation = nullptr) {
   SCOPED_TRACE(str_cat("x", dims_to_string(c.x), " w", dims_to_string(c.w), " epilogue[0] ",
                        epilogue.empty() ? "" : epilogue[0]));
   bool residual = false;
@@ -65,9 +70,12 @@ void check(const ConvCase& c, const std::vector<std::string>& epilogue, std::mt1
     args.push_back(&r);
     constants.push_back(nullptr);
   }
-  auto kernel = create_kernel(KernelCompileContext{**node, constants, 1});
+  KernelCompileContext ctx{**node, constants, 1};
+  ctx.epilogue = placement;
+  auto kernel = create_kernel(ctx);
   ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
   EXPECT_EQ((*kernel)->name(), want_kernel);
+  if (implementation != nullptr) *implementation = (*kernel)->implementation();
   Ints y_dims;
   for (const Dim& d : *(*node)->output(0)->shape) y_dims.push_back(d.value());
   Tensor got = Tensor::zeros(DType::kF32, y_dims).value();
@@ -101,6 +109,30 @@ TEST(OneDnnFusedConvTest, EveryPostOpMatchesTheReferenceOnRandomShapes) {
   };
   for (const ConvCase& c : cases) {
     for (const auto& e : kEpilogues) check(c, e, gen);
+  }
+}
+
+// A tuning record's placement moves the epilogue: all of it into our own pass after the conv, or
+// as much as keeps NaN into oneDNN's kernel (never less than the default puts there; the kernel's
+// own guard still keeps post-ops off oneDNN's slow GEMM convs). Results match the reference
+// either way.
+TEST(OneDnnFusedConvTest, EpiloguePlacementFromATuningRecord) {
+  std::mt19937 gen(21);
+  const ConvCase c{{1, 8, 10, 10}, {16, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}};
+  using Epilogue = KernelCompileContext::Epilogue;
+  // Post-ops left to our pass: the ones after "then " in the implementation string.
+  auto own_pass_ops = [](const std::string& impl) {
+    const size_t at = impl.find(", then ");
+    return at == std::string::npos ? 0 : 1 + std::count(impl.begin() + static_cast<std::ptrdiff_t>(at) + 7, impl.end(), ',');
+  };
+  for (const std::vector<std::string>& epilogue :
+       std::vector<std::vector<std::string>>{{"relu"}, {"clip:-1:1", "add", "sigmoid_mul"}, {"add", "relu"}}) {
+    std::string own, standard, library;
+    check(c, epilogue, gen, "onednn.fused_conv", Epilogue::kOwnPass, &own);
+    check(c, epilogue, gen, "onednn.fused_conv", Epilogue::kDefault, &standard);
+    check(c, epilogue, gen, "onednn.fused_conv", Epilogue::kLibrary, &library);
+    EXPECT_EQ(own_pass_ops(own), static_cast<std::ptrdiff_t>(epilogue.size())) << own;
+    EXPECT_LE(own_pass_ops(library), own_pass_ops(standard)) << library << " vs " << standard;
   }
 }
 

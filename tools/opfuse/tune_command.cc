@@ -43,7 +43,7 @@ Status tune(const TuneArgs& args) {
   OPFUSE_ASSIGN_OR_RETURN(TuningRecord record, tune_model(graph, inputs, options));
   OPFUSE_TRY(write_output(args.output, tuning_record_to_json(record), args.force));
   std::cout << "tuning record for target " << record.target << " written to " << args.output << " ("
-            << record.kernels.size() << " kernel choices, layouts "
+            << record.kernels.size() << " kernel choices, " << record.epilogues.size() << " epilogue placements, layouts "
             << (record.use_layouts ? "measured" : "estimated") << ")\n";
   return Status::ok();
 }

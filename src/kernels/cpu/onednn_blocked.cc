@@ -193,7 +193,8 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
 // The epilogue's leading post-ops that run inside the primitive; the rest run after it as our
 // own pass (onednn_post_ops.h: HostEpilogueKernel).
 std::span<const PostOp> in_primitive(const KernelCompileContext& ctx, const std::vector<PostOp>& epilogue) {
-  return std::span<const PostOp>(epilogue).first(cheap_conv_post_ops(epilogue, ctx.exact_non_finite));
+  return std::span<const PostOp>(epilogue).first(
+      placed_post_ops(epilogue, ctx, cheap_conv_post_ops(epilogue, ctx.exact_non_finite)));
 }
 
 bool blocked_conv_supports(const KernelCompileContext& ctx) {

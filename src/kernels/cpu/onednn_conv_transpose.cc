@@ -78,7 +78,7 @@ std::optional<FusedDeconvPlan> fused_deconv_plan(const KernelCompileContext& ctx
   if (!g || !epilogue.is_ok()) return std::nullopt;
   if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y) return std::nullopt;
   const std::span<const PostOp> all(*epilogue);
-  const auto head = all.first(nan_keeping_post_ops(all, ctx.exact_non_finite));
+  const auto head = all.first(placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx.exact_non_finite)));
   std::vector<PostOp> rest(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
   if (!hwy_cpu::vector_post_ops(rest)) return std::nullopt;
   bool residual_in_rest = false;

@@ -77,6 +77,15 @@ size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
   return n;
 }
 
+size_t placed_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx, size_t by_default) {
+  switch (ctx.epilogue) {
+    case KernelCompileContext::Epilogue::kLibrary: return nan_keeping_post_ops(ops, ctx.exact_non_finite);
+    case KernelCompileContext::Epilogue::kOwnPass: return 0;
+    case KernelCompileContext::Epilogue::kDefault: break;
+  }
+  return by_default;
+}
+
 Status HostEpilogueKernel::run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
   OPFUSE_TRY(anchor_->run(inputs, outputs));
   Tensor* y = outputs.empty() ? nullptr : outputs[0];

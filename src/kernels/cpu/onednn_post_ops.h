@@ -42,6 +42,11 @@ size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
 // the output (HostEpilogueKernel).
 size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
 
+// How many leading post-ops the library kernel applies: `by_default` (the anchor's own rule
+// above), unless a tuning record placed the epilogue (KernelCompileContext::epilogue): kLibrary
+// every one oneDNN keeps NaN through, kOwnPass none.
+size_t placed_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx, size_t by_default);
+
 // An anchor's oneDNN kernel (with the leading post-ops of its epilogue) followed by the rest of
 // the epilogue, applied in place to output 0 by hwy_cpu::apply_post_ops; an "add" among them
 // reads the residual input 3 (laid out as the output).
