@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "passes/layout_measure.h"
 
@@ -30,10 +29,9 @@ std::string fmt_ms(double ms) {
   return buf;
 }
 
-// One plan under test: its session and the record that produced it.
+// The best plan so far: what it is and its session.
 struct Candidate {
   std::string name;
-  std::shared_ptr<const TuningRecord> record;  // null: the defaults
   std::optional<Session> session;
 };
 
@@ -46,7 +44,7 @@ class Tuner {
     TuningRecord best;
     best.model_digest = model_digest(model_);
     best.target = isa_tier_name(active_target().isa);
-    Candidate incumbent{"default", nullptr, std::nullopt};
+    Candidate incumbent{"default", std::nullopt};
     OPFUSE_ASSIGN_OR_RETURN(Session base, compile(nullptr, /*list_alternatives=*/true));
     OPFUSE_ASSIGN_OR_RETURN(auto base_plan, base.plan_for(inputs_));
     incumbent.session.emplace(std::move(base));
@@ -89,12 +87,13 @@ class Tuner {
                                  options_.session.pipeline.fusion.region_min_traffic_saving),
                          std::move(candidate), incumbent, best));
     }
-    for (const auto& [key, cls] : classes) {
+    for (const auto& entry : classes) {
+      const AnchorClass& cls = entry.second;
       for (std::string_view alternative : cls.alternatives) {
         if (alternative == cls.chosen) continue;
         TuningRecord candidate = best;
         for (const std::string& node : cls.nodes) candidate.kernels[node] = std::string(alternative);
-        OPFUSE_TRY(compare(str_cat(cls.nodes.size(), " ", key, " on ", alternative, " instead of ", cls.chosen),
+        OPFUSE_TRY(compare(str_cat(cls.nodes.size(), " ", cls.op_type, " on ", alternative, " instead of ", cls.chosen),
                            std::move(candidate), incumbent, best));
       }
     }
@@ -117,8 +116,10 @@ class Tuner {
   }
 
  private:
-  // Anchors that more than one kernel could run, grouped by op type and the kernels possible.
+  // Anchors that more than one kernel could run, grouped by op type, the kernel chosen and the
+  // kernels possible.
   struct AnchorClass {
+    std::string op_type;
     std::string_view chosen;
     std::vector<std::string_view> alternatives;
     std::vector<std::string> nodes;
@@ -128,10 +129,11 @@ class Tuner {
     for (size_t s = 0; s < plan.kernels_per_run(); ++s) {
       const auto& alternatives = plan.step_alternatives(s);
       if (alternatives.size() < 2) continue;
-      std::string key = plan.step_node(s).op_type();
+      std::string key = str_cat(plan.step_node(s).op_type(), " on ", plan.step_kernel_name(s));
       for (std::string_view a : alternatives) key += str_cat(a == alternatives.front() ? " (" : ", ", a);
       key += ")";
       AnchorClass& c = out[key];
+      c.op_type = plan.step_node(s).op_type();
       c.chosen = plan.step_kernel_name(s);
       c.alternatives = alternatives;
       c.nodes.push_back(plan.step_node(s).name());
@@ -215,7 +217,7 @@ class Tuner {
     say(str_cat("[", done_, "/", total_, "] ", line));
     if (keep) {
       best = *record;
-      incumbent = Candidate{what, record, std::move(session)};
+      incumbent = Candidate{what, std::move(session)};
     }
     return Status::ok();
   }
