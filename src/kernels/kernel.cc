@@ -1,7 +1,6 @@
 #include "kernels/kernel.h"
 
 #include <algorithm>
-
 #include <cstring>
 #include <unordered_map>
 

@@ -62,10 +62,10 @@
 #include "ops/fused.h"
 #include "passes/fusion_rules.h"
 #include "passes/layout_choice.h"
-#include "passes/tuning_record.h"
 #include "passes/layout_measure.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
+#include "passes/tuning_record.h"
 
 namespace opfuse {
 namespace {
