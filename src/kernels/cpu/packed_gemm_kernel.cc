@@ -13,9 +13,9 @@
 //         for each MR rows: MR x NR accumulators in registers, kc FMAs deep
 // A is read in place (its rows strided by K): each broadcast load serves two FMAs, and the
 // hardware prefetcher follows MR row streams; the first tile of a panel prefetches the next
-// panel's block. After the last K block the bias is added and the epilogue applied to the
-// accumulators (hwy_epilogue-inl.h) before the tile's final store. Threads split the panels (or,
-// for narrow products, the rows) and write disjoint tiles.
+// panel's block. After the last K block the bias is added to the accumulators and the epilogue
+// (hwy_epilogue-inl.h) applied to the tile right after it is stored, while it is in L1. Threads
+// split the panels (or, for narrow products, the rows) and write disjoint tiles.
 // Measured at the AVX2 tier on a Zen 5 (mlp_blocks at O3, median ms, alternating runs): packing
 // A's block per run (MR rows interleaved) 11.0 against 10.1 reading it in place; the K-block-major
 // panel order and the prefetch each gained a few percent.
@@ -78,7 +78,23 @@ constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
 size_t GemmPanelWidth() { return kPanel; }
 size_t GemmTileRows() { return kTileRows; }
 
-// kRows x NR of Y: accumulate over the K block in registers, then bias, epilogue, store.
+// The epilogue over a tile just stored (still in L1), vector by vector. One function per target,
+// not inlined into each tile size: the post-op math inlined into every Tile instantiation made
+// the sanitizer build of this file take over 20 minutes and 9 GB.
+HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
+  const DF d;
+  for (size_t r = 0; r < rows; ++r) {
+    float* y = t.c + r * t.ldc;
+    const float* res = t.residual != nullptr ? t.residual + r * t.ldr : nullptr;
+    for (size_t v = 0; v < kPanel; v += kLanes) {
+      const VF x = hn::LoadU(d, y + v);
+      hn::StoreU(ApplyAll(d, t.ops, t.num_ops, x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
+    }
+  }
+}
+
+// kRows x NR of Y: accumulate over the K block in registers, add the bias, store; then the
+// epilogue over the stored tile.
 template <size_t kRows, bool kPrefetch>
 HWY_INLINE void Tile(const GemmTile& t) {
   const DF d;
@@ -110,17 +126,11 @@ HWY_INLINE void Tile(const GemmTile& t) {
       acc1[r] = hn::Add(acc1[r], c1);
     }
   }
-  if (t.num_ops != 0) {
-    for (size_t r = 0; r < kRows; ++r) {
-      const float* res = t.residual != nullptr ? t.residual + r * t.ldr : nullptr;
-      acc0[r] = ApplyAll(d, t.ops, t.num_ops, acc0[r], res ? hn::LoadU(d, res) : hn::Zero(d));
-      acc1[r] = ApplyAll(d, t.ops, t.num_ops, acc1[r], res ? hn::LoadU(d, res + kLanes) : hn::Zero(d));
-    }
-  }
   for (size_t r = 0; r < kRows; ++r) {
     hn::StoreU(acc0[r], d, t.c + r * t.ldc);
     hn::StoreU(acc1[r], d, t.c + r * t.ldc + kLanes);
   }
+  if (t.num_ops != 0) EpilogueTile(t, kRows);
 }
 
 // The last rows % MR of a panel: one instantiation per count.
