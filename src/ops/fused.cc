@@ -239,14 +239,6 @@ const PostOpSpec* find_post_op(std::string_view name) {
   return nullptr;
 }
 
-const PostOpSpec* find_post_op_for_onnx(std::string_view onnx_op) {
-  if (onnx_op.empty()) return nullptr;
-  for (const PostOpSpec& s : kPostOps) {
-    if (s.onnx_op == onnx_op) return &s;
-  }
-  return nullptr;
-}
-
 std::optional<PostOp> parse_post_op(std::string_view text) {
   std::vector<std::string> parts;
   size_t start = 0;

@@ -50,7 +50,6 @@ struct PostOpSpec {
 // Every post-op, in one table.
 std::span<const PostOpSpec> post_op_specs();
 const PostOpSpec* find_post_op(std::string_view name);
-const PostOpSpec* find_post_op_for_onnx(std::string_view onnx_op);
 
 // One parsed entry of an epilogue list.
 struct PostOp {

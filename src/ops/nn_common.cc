@@ -180,12 +180,6 @@ std::vector<int64_t> dims_or_unknown(const Shape& shape) {
   return dims;
 }
 
-Shape shape_from_dims(const std::vector<int64_t>& dims) {
-  Shape s;
-  for (int64_t d : dims) s.push_back(d >= 0 ? Dim(d) : Dim::unknown());
-  return s;
-}
-
 std::optional<std::vector<int64_t>> static_value_dims(const Value* value) {
   if (value == nullptr || !value->shape) return std::nullopt;
   return static_dims(*value->shape);

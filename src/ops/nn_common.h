@@ -68,8 +68,6 @@ void set_geometry_axis(Geometry3& g, size_t spatial, size_t axis, int64_t in, co
 
 // Dims of a shape, -1 where not known.
 std::vector<int64_t> dims_or_unknown(const Shape& shape);
-// A shape from dims with -1 meaning unknown.
-Shape shape_from_dims(const std::vector<int64_t>& dims);
 // The static dims of a node's input/output value, if fully known.
 std::optional<std::vector<int64_t>> static_value_dims(const Value* value);
 

@@ -111,17 +111,4 @@ Result<FusionConfigFile> load_fusion_config_file(const std::string& path) {
   return parse_fusion_config_json(text, str_cat("fusion config '", path, "'"));
 }
 
-std::string fusion_config_to_json(const FusionConfig& config) {
-  json j;
-  j["disable"] = config.disabled_rules;
-  j["enable_only"] = config.enabled_rules;
-  j["disable_op_types"] = config.disabled_op_types;
-  j["exclude"] = config.excluded_node_globs;
-  j["region_threshold"] = config.region_min_traffic_saving;
-  j["max_region_nodes"] = config.max_region_nodes;
-  j["memory_budget"] = config.memory_budget_bytes;
-  j["measure_layouts"] = config.measure_layouts;
-  return j.dump();
-}
-
 }  // namespace opfuse

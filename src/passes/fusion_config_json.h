@@ -32,8 +32,6 @@ struct FusionConfigFile {
 // `source` names the config in errors ("config file 'f.json'").
 Result<FusionConfigFile> parse_fusion_config_json(std::string_view text, const std::string& source);
 Result<FusionConfigFile> load_fusion_config_file(const std::string& path);
-// The config as JSON (what `opfuse report --json` echoes back).
-std::string fusion_config_to_json(const FusionConfig& config);
 
 // "512MiB", "64MB", "1G", "4096": bytes. Suffixes K/M/G are powers of 1024 with or without "iB",
 // KB/MB/GB powers of 1000.

@@ -5,10 +5,8 @@
 //  - every pass except the canonicalisation passes (they never fuse and never consult
 //    FusionConfig): "fold_batchnorm", "fuse_patterns", "region_fusion", "layout" ...; a new
 //    pass shows up without further edits;
-//  - rules registered by name: a pass that records finer-grained rules than its own name (a
-//    pattern engine: one name per pattern) registers each with a FusionRuleRegistrar in the same
-//    .cc as its pass function (that object file is always linked, so its registrars always run),
-//    or calls register_fusion_rule before configs are validated; tests may register too;
+//  - rules registered by name: a pass that records finer-grained rules than its own name calls
+//    register_fusion_rule before configs are validated; tests may register too;
 //  - rule sources: a function listing rules, called when the list is needed (the pattern list
 //    registers one; building the patterns during static initialisation would read other files'
 //    static tables before they exist).
@@ -30,12 +28,6 @@ struct FusionRuleInfo {
 
 // Adds a rule name (idempotent: the same name twice keeps the first summary).
 void register_fusion_rule(std::string_view name, std::string_view summary);
-
-struct FusionRuleRegistrar {
-  FusionRuleRegistrar(std::string_view name, std::string_view summary) {
-    register_fusion_rule(name, summary);
-  }
-};
 
 // A list of rules computed on demand (the pattern engine's: one per pattern). Registering only
 // stores the function, so it is safe from a static initialiser; the list is built when asked,
