@@ -10,6 +10,8 @@
 #define OPFUSE_KERNELS_CPU_HWY_EPILOGUE_INL_H_
 #endif
 
+#include <type_traits>
+
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_math-inl.h"
@@ -51,28 +53,36 @@ HWY_INLINE VF Apply(DF d, const VectorPostOp& op, VF x, VF r) {
   if constexpr (K == Kind::kAdd) return hn::Add(x, r);
 }
 
+// Calls f(std::integral_constant<Kind, K>{}) for the op's kind: the one list of kinds that the
+// per-vector (ApplyAll) and per-chunk (hwy_epilogue.cc) loops dispatch through.
+template <class F>
+HWY_INLINE decltype(auto) VisitKind(VectorPostOp::Kind kind, F&& f) {
+  using Kind = VectorPostOp::Kind;
+  switch (kind) {
+    case Kind::kRelu: return f(std::integral_constant<Kind, Kind::kRelu>{});
+    case Kind::kLeakyRelu: return f(std::integral_constant<Kind, Kind::kLeakyRelu>{});
+    case Kind::kClip: return f(std::integral_constant<Kind, Kind::kClip>{});
+    case Kind::kSigmoid: return f(std::integral_constant<Kind, Kind::kSigmoid>{});
+    case Kind::kSigmoidMul: return f(std::integral_constant<Kind, Kind::kSigmoidMul>{});
+    case Kind::kHardSwish: return f(std::integral_constant<Kind, Kind::kHardSwish>{});
+    case Kind::kTanh: return f(std::integral_constant<Kind, Kind::kTanh>{});
+    case Kind::kElu: return f(std::integral_constant<Kind, Kind::kElu>{});
+    case Kind::kGeluErf: return f(std::integral_constant<Kind, Kind::kGeluErf>{});
+    case Kind::kGeluTanh: return f(std::integral_constant<Kind, Kind::kGeluTanh>{});
+    case Kind::kHardSigmoid: return f(std::integral_constant<Kind, Kind::kHardSigmoid>{});
+    case Kind::kLinear: return f(std::integral_constant<Kind, Kind::kLinear>{});
+    case Kind::kAdd: break;
+  }
+  return f(std::integral_constant<Kind, Kind::kAdd>{});
+}
+
 // Every post-op of `ops` in turn on one vector; `r` is the residual's vector (read by "add" only).
 // A switch per op and vector: for kernels that apply it once per output vector after a long
 // accumulation, where it costs nothing next to the products.
 template <class DF, class VF = hn::Vec<DF>>
 HWY_INLINE VF ApplyAll(DF d, const VectorPostOp* ops, size_t count, VF x, VF r) {
-  using Kind = VectorPostOp::Kind;
   for (const VectorPostOp* op = ops; op != ops + count; ++op) {
-    switch (op->kind) {
-      case Kind::kRelu: x = Apply<Kind::kRelu>(d, *op, x, r); break;
-      case Kind::kLeakyRelu: x = Apply<Kind::kLeakyRelu>(d, *op, x, r); break;
-      case Kind::kClip: x = Apply<Kind::kClip>(d, *op, x, r); break;
-      case Kind::kSigmoid: x = Apply<Kind::kSigmoid>(d, *op, x, r); break;
-      case Kind::kSigmoidMul: x = Apply<Kind::kSigmoidMul>(d, *op, x, r); break;
-      case Kind::kHardSwish: x = Apply<Kind::kHardSwish>(d, *op, x, r); break;
-      case Kind::kTanh: x = Apply<Kind::kTanh>(d, *op, x, r); break;
-      case Kind::kElu: x = Apply<Kind::kElu>(d, *op, x, r); break;
-      case Kind::kGeluErf: x = Apply<Kind::kGeluErf>(d, *op, x, r); break;
-      case Kind::kGeluTanh: x = Apply<Kind::kGeluTanh>(d, *op, x, r); break;
-      case Kind::kHardSigmoid: x = Apply<Kind::kHardSigmoid>(d, *op, x, r); break;
-      case Kind::kLinear: x = Apply<Kind::kLinear>(d, *op, x, r); break;
-      case Kind::kAdd: x = Apply<Kind::kAdd>(d, *op, x, r); break;
-    }
+    x = VisitKind(op->kind, [&](auto kind) { return Apply<decltype(kind)::value>(d, *op, x, r); });
   }
   return x;
 }

@@ -47,21 +47,7 @@ HWY_NOINLINE void ApplyOp(const VectorPostOp& op, float* HWY_RESTRICT y, const f
 // One chunk: every op over it in turn.
 void ApplyChunk(const VectorPostOp* ops, size_t count, float* y, const float* residual, size_t n) {
   for (const VectorPostOp* op = ops; op != ops + count; ++op) {
-    switch (op->kind) {
-      case Kind::kRelu: ApplyOp<Kind::kRelu>(*op, y, residual, n); break;
-      case Kind::kLeakyRelu: ApplyOp<Kind::kLeakyRelu>(*op, y, residual, n); break;
-      case Kind::kClip: ApplyOp<Kind::kClip>(*op, y, residual, n); break;
-      case Kind::kSigmoid: ApplyOp<Kind::kSigmoid>(*op, y, residual, n); break;
-      case Kind::kSigmoidMul: ApplyOp<Kind::kSigmoidMul>(*op, y, residual, n); break;
-      case Kind::kHardSwish: ApplyOp<Kind::kHardSwish>(*op, y, residual, n); break;
-      case Kind::kTanh: ApplyOp<Kind::kTanh>(*op, y, residual, n); break;
-      case Kind::kElu: ApplyOp<Kind::kElu>(*op, y, residual, n); break;
-      case Kind::kGeluErf: ApplyOp<Kind::kGeluErf>(*op, y, residual, n); break;
-      case Kind::kGeluTanh: ApplyOp<Kind::kGeluTanh>(*op, y, residual, n); break;
-      case Kind::kHardSigmoid: ApplyOp<Kind::kHardSigmoid>(*op, y, residual, n); break;
-      case Kind::kLinear: ApplyOp<Kind::kLinear>(*op, y, residual, n); break;
-      case Kind::kAdd: ApplyOp<Kind::kAdd>(*op, y, residual, n); break;
-    }
+    VisitKind(op->kind, [&](auto kind) { ApplyOp<decltype(kind)::value>(*op, y, residual, n); });
   }
 }
 
