@@ -9,6 +9,7 @@
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
 #include "fuzz/fuzz_common.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace {

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-./scripts/build.sh
+./scripts/build.sh opfuse_cli  # the library and the CLI only: the tests are the test command's
 ./build/opfuse demo "$@"

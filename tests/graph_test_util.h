@@ -1,5 +1,5 @@
 // Whole-graph test helpers: the inputs every "compile it, run it, compare with eager mode" test
-// feeds, and that test itself for a graph in text IR. Eager mode is runtime/eager.h's run_eager
+// feeds, and that test itself for a graph in text IR. Eager mode is ops/eager.h's run_eager
 // (the reference kernels, op by op).
 #pragma once
 
@@ -16,7 +16,8 @@
 #include "ir/text_format.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse::testing_graphs {

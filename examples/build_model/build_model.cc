@@ -4,6 +4,7 @@
 
 #include "core/random.h"
 #include "frontend/builder/blocks.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
 

@@ -6,6 +6,7 @@
 
 #include "core/random.h"
 #include "frontend/builder/composite.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
 

@@ -16,7 +16,7 @@
 //                    per row for row-level values (a reduction output with keepdims).
 //
 // Backends implement ProgramBackend: today the Highway interpreter over cache-resident tiles
-// (codegen/hwy_executor.cc); a JIT emitting native code per program fits the same interface.
+// (kernels/cpu/hwy_executor.h); a JIT emitting native code per program fits the same interface.
 #pragma once
 
 #include <cstdint>
@@ -91,8 +91,5 @@ class ProgramBackend {
   virtual std::string_view name() const = 0;
   virtual Result<std::unique_ptr<CompiledProgram>> compile(FusedProgram program) const = 0;
 };
-
-// The vectorised interpreter (Highway, OpenMP over rows/tiles).
-const ProgramBackend& highway_backend();
 
 }  // namespace opfuse::codegen

@@ -10,7 +10,7 @@
 #include "ir/text_format.h"
 #include "ops/fused.h"
 #include "ops/op_list.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
 
 namespace opfuse {
 namespace {

@@ -6,7 +6,7 @@
 // model file's size does not explode in memory; the refusal is recorded.
 #include "ops/op_def.h"
 #include "ops/reference.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 
@@ -88,15 +88,15 @@ Result<bool> run_constant_fold_pass(Graph& graph, PassContext& context) {
     if (!counted.is_ok()) return counted.status().with_context(std::string(kPass));
     const std::optional<int64_t> out_elements = *counted;
     if (!out_elements) {
-      refuse_once(context, std::string(kPass), node_label(*node),
-                  "output shape unknown before evaluation (cannot bound its size)");
+      context.decide(refusal(std::string(kPass), node_label(*node),
+                             "output shape unknown before evaluation (cannot bound its size)"));
       continue;
     }
     if (*out_elements > kMaxGrowElements && *out_elements > input_elements) {
-      refuse_once(context, std::string(kPass), node_label(*node),
-                  str_cat("output of ", *out_elements, " elements from ", input_elements,
-                          " input elements exceeds the growth limit of ", kMaxGrowElements,
-                          " elements"));
+      context.decide(refusal(std::string(kPass), node_label(*node),
+                             str_cat("output of ", *out_elements, " elements from ", input_elements,
+                                     " input elements exceeds the growth limit of ", kMaxGrowElements,
+                                     " elements")));
       continue;
     }
 

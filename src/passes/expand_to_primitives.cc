@@ -153,15 +153,15 @@ Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context) {
     if (ex == nullptr) continue;
     const std::string pass(kPass);
     if (!context.fusion.node_fusible(*n)) {
-      context.record(PassDecision{pass, node_label(*n), false, context.fusion.node_refusal(*n), pass, {n->name()}, {}, 0});
+      context.decide(refusal(pass, node_label(*n), context.fusion.node_refusal(*n), {n->name()}));
       continue;
     }
     if (std::string why = refusal(*n); !why.empty()) {
-      refuse_once(context, pass, node_label(*n), why);
+      context.decide(refusal(pass, node_label(*n), why));
       continue;
     }
     if (!ex->keep_dedicated.empty()) {
-      refuse_once(context, pass, node_label(*n), std::string(ex->keep_dedicated));
+      context.decide(refusal(pass, node_label(*n), std::string(ex->keep_dedicated)));
       continue;
     }
     auto dims = *known_dims(n->input(0));
@@ -174,10 +174,7 @@ Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context) {
     OPFUSE_ASSIGN_OR_RETURN(Value * result, ex->expand(b, *n));
     graph.replace_all_uses(out, result);
     OPFUSE_TRY(graph.remove_node(n));
-    ++context.rule_counters[pass].matched;
-    ++context.rule_counters[pass].applied;
-    PassDecision d{pass, what, true, {}, pass, {name}, result->producer()->name(), 0};
-    context.record(std::move(d));
+    context.decide(application(pass, what, {name}, result->producer()->name()));
     changed = true;
   }
   if (changed) {

@@ -218,7 +218,7 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
     if (anchor) decision.members.push_back(anchor->name());
     auto refuse = [&](std::string reason) {
       decision.reason = std::move(reason);
-      record_once(context, decision);
+      context.decide(decision);
     };
     bool extra_outputs = false;
     for (size_t i = 1; i < bn->outputs().size(); ++i) extra_outputs |= bn->output(i) != nullptr;
@@ -246,7 +246,7 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
     decision.applied = true;
     decision.result = anchor->name();
     OPFUSE_TRY(apply(graph, *anchor, *bn, std::move(plan)));
-    record_once(context, std::move(decision));
+    context.decide(std::move(decision));
     changed = true;
   }
   // A MatMul fold appends its Add at the end of the node list.

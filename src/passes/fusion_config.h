@@ -29,9 +29,10 @@ struct FusionConfig {
   // fraction, and never build a region of more than this many nodes.
   double region_min_traffic_saving = 0.30;
   int max_region_nodes = 64;
-  // Bytes of intermediate memory the compiled plan may use (0: no limit). A fusion that would
-  // need more (e.g. a duplicated producer) is refused.
-  int64_t memory_budget_bytes = 0;
+  // Bytes of index tables one generated region kernel may precompute (for the Pad, Concat and
+  // Gather it fuses: 8 bytes per element); a region that would need more is refused. 0: the
+  // default, 64 MiB. It bounds nothing else (the plan's arena is not capped).
+  int64_t region_table_budget_bytes = 0;
   // O3 layout: time each conv in nChw16c and nhwc at compile time and choose per conv
   // (passes/layout.cc). Off by default: it makes compiles nondeterministic and slower, and on this
   // machine it has not yet shown a measurable end-to-end gain over all-nChw16c.

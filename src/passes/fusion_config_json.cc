@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kKeys[] = {"level", "disable", "enable_only", "disable_op_types", "exclude",
-                                 "region_threshold", "max_region_nodes", "memory_budget",
+                                 "region_threshold", "max_region_nodes", "region_table_budget",
                                  "measure_layouts"};
 
 Result<std::vector<std::string>> string_list(const json& value, const std::string& where) {
@@ -64,6 +64,10 @@ Result<FusionConfigFile> parse_fusion_config_json(std::string_view text, const s
     const std::string where = str_cat(source, ": \"", key, "\"");
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;
+    if (key == "memory_budget") {
+      return Status::user_error(str_cat(where, " is now \"region_table_budget\": it bounds the index tables of "
+                                        "generated region kernels, not the plan's memory"));
+    }
     if (!known) {
       std::string valid;
       for (const char* k : kKeys) valid += str_cat(valid.empty() ? "" : ", ", k);
@@ -88,13 +92,13 @@ Result<FusionConfigFile> parse_fusion_config_json(std::string_view text, const s
     } else if (key == "measure_layouts") {
       if (!value.is_boolean()) return Status::user_error(str_cat(where, " must be true or false"));
       f.measure_layouts = value.get<bool>();
-    } else if (key == "memory_budget") {
+    } else if (key == "region_table_budget") {
       if (value.is_number_integer()) {
-        f.memory_budget_bytes = value.get<int64_t>();
+        f.region_table_budget_bytes = value.get<int64_t>();
       } else if (value.is_string()) {
         auto bytes = parse_byte_size(value.get<std::string>());
         if (!bytes.is_ok()) return Status::user_error(str_cat(where, ": ", bytes.status().message()));
-        f.memory_budget_bytes = *bytes;
+        f.region_table_budget_bytes = *bytes;
       } else {
         return Status::user_error(str_cat(where, " must be a number of bytes or a size like \"512MiB\""));
       }

@@ -8,7 +8,7 @@
 //     "exclude": ["/fc/*", "/Flatten"],       // node-name globs never fused
 //     "region_threshold": 0.3,                // min fraction of memory traffic a region must save
 //     "max_region_nodes": 64,
-//     "memory_budget": "512MiB",              // or a number of bytes; 0: no limit
+//     "region_table_budget": "16MiB",         // or a number of bytes; 0: the default, 64 MiB
 //     "measure_layouts": false                // O3: time nChw16c vs nhwc per conv and choose
 //   }
 //

@@ -109,8 +109,8 @@ Status validate_fusion_config(const FusionConfig& config) {
     return Status::user_error(str_cat("the maximum region size must be at least 1 node, got ",
                                       config.max_region_nodes));
   }
-  if (config.memory_budget_bytes < 0) {
-    return Status::user_error("the memory budget must be 0 (no limit) or a positive size");
+  if (config.region_table_budget_bytes < 0) {
+    return Status::user_error("the region table budget must be 0 (the default, 64 MiB) or a positive size");
   }
   return Status::ok();
 }

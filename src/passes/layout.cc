@@ -40,9 +40,9 @@
 //  1. a dry run of the walk below, in the blocked layout and without touching the graph, records which
 //     nodes would run blocked and which blocked tensors each reads (their producer, if blocked);
 //  2. each conv's cost in both layouts and each tensor's reorder blocked <-> nhwc are estimated
-//     from the shapes for the target (layout_measure.h: EstimatingLayoutTimer, deterministic), or, when
-//     FusionConfig::measure_layouts asks, timed (the BlockedConv kernel graph mode would create,
-//     on its exact shapes, attributes and post-ops; cached per signature);
+//     from the shapes for the target (layout_measure.h: EstimatingLayoutTimer, deterministic), or,
+//     when FusionConfig::measure_layouts asks, timed by the runtime's timer (the BlockedConv kernel
+//     graph mode would create, on its exact shapes, attributes and post-ops; cached per signature);
 //  3. layout_choice.h picks the labelling minimising conv time plus one reorder per tensor
 //     whose producer and readers disagree, exactly (a minimum cut: greedy walks along the chain
 //     cannot see that one switched conv pays two reorders, nor ResNet's residual tensors that
@@ -268,7 +268,7 @@ class LayoutPass {
     const auto w = known_dims(node.input(1));
     const Tensor* wt = constant_data(node.input(1));
     auto refuse = [&](const std::string& why) -> Result<std::optional<Plan>> {
-      refuse_once(ctx_, std::string(kPass), node_label(node), why);
+      ctx_.decide(refusal(std::string(kPass), node_label(node), why));
       return std::optional<Plan>();
     };
     if (!x || !y || !w || w->size() != 4) return refuse("not a 2-d f32 conv with static shapes");
@@ -495,7 +495,7 @@ class LayoutPass {
     d.applied = true;
     d.members = {node_name};
     d.result = node_name;
-    ctx_.record(std::move(d));
+    ctx_.decide(std::move(d));
     return Status::ok();
   }
 
@@ -611,21 +611,25 @@ Result<bool> run_layout_pass(Graph& graph, PassContext& context) {
   bool any_conv = false;
   for (const auto& item : structure.items) any_conv |= item.conv;
   if (any_conv) {
-    // Which timings decide, first that applies: a timer a test or the tuner injected, a tuning
-    // record's (replayed), measuring now (--measure-layouts), the estimate.
-    MeasuringLayoutTimer measuring;
+    // Which timings decide, first that applies: a timer the caller supplied (the runtime's for
+    // --measure-layouts and the tuner, a test's), a tuning record's (replayed), the estimate.
     EstimatingLayoutTimer estimating(context.target);
     const TuningRecord* tuning = context.fusion.tuning.get();
     std::optional<RecordedLayoutTimer> recorded;
     if (tuning != nullptr && tuning->use_layouts) recorded.emplace(tuning->layout_ms, context.target);
-    LayoutTimer* timer = injected_layout_timer();
+    LayoutTimer* timer = context.layout_timer;
     const char* basis = "measured";
     if (timer == nullptr && recorded) {
       timer = &*recorded;
       basis = "tuning record:";
     } else if (timer == nullptr) {
-      timer = context.fusion.measure_layouts ? static_cast<LayoutTimer*>(&measuring) : &estimating;
-      if (timer == &estimating) basis = "estimated";
+      if (context.fusion.measure_layouts) {
+        return Status::user_error(
+            "measure_layouts needs a layout timer: compile through Session (or analyze_fusion), which "
+            "supplies one, or set PipelineOptions::layout_timer");
+      }
+      timer = &estimating;
+      basis = "estimated";
     }
     choose_layouts(structure, context.target.channel_block(), *timer, basis, choice, why);
   }

@@ -1,7 +1,9 @@
 // The costs the O3 layout pass chooses by (passes/layout.cc): a conv as the BlockedConv kernel
 // graph mode would run, in each candidate layout, and a reorder between layouts. By default
-// they are estimated from the shapes (deterministic compiles); FusionConfig::measure_layouts
-// times the real kernels instead (nondeterministic: the choice follows the timings).
+// they are estimated from the shapes (deterministic compiles); a timer the caller supplies in
+// PassContext::layout_timer decides instead: the runtime's, which times the real kernels
+// (runtime/measuring_layout_timer.h, for FusionConfig::measure_layouts and `opfuse tune`), or a
+// test's.
 #pragma once
 
 #include <cstdint>
@@ -55,23 +57,8 @@ class EstimatingLayoutTimer : public LayoutTimer {
   Rates rates_;
 };
 
-// Times oneDNN kernels on zero-filled tensors: one warm-up run, then the median of a few runs
-// within a small budget; results cached per signature for the timer's lifetime (one pass run),
-// so a model's repeated blocks are measured once.
-class MeasuringLayoutTimer : public LayoutTimer {
- public:
-  double conv_ms(const Node& conv, int64_t block, bool x_plain) override;
-  double reorder_ms(const std::vector<int64_t>& dims, int64_t block) override;
-  // Every measurement so far, by signature (conv_timing_key, reorder_timing_key): what
-  // `opfuse tune` records.
-  const std::map<std::string, double>& timings() const { return cache_; }
-
- private:
-  std::map<std::string, double> cache_;
-};
-
-// Replays timings a MeasuringLayoutTimer took earlier (a tuning record's), deterministically;
-// a signature it lacks is estimated.
+// Replays timings a MeasuringLayoutTimer (runtime) took earlier (a tuning record's),
+// deterministically; a signature it lacks is estimated.
 class RecordedLayoutTimer : public LayoutTimer {
  public:
   RecordedLayoutTimer(const std::map<std::string, double>& timings, const Target& target);
@@ -87,20 +74,5 @@ class RecordedLayoutTimer : public LayoutTimer {
 // has (nullopt when a shape is unknown), and a reorder's dims and block.
 std::optional<std::string> conv_timing_key(const Node& conv, int64_t block, bool x_plain);
 std::string reorder_timing_key(const std::vector<int64_t>& dims, int64_t block);
-
-// The timer the layout pass uses instead of measuring, while alive (tests inject timings).
-class ScopedLayoutTimer {
- public:
-  explicit ScopedLayoutTimer(LayoutTimer* timer);
-  ~ScopedLayoutTimer();
-  ScopedLayoutTimer(const ScopedLayoutTimer&) = delete;
-  ScopedLayoutTimer& operator=(const ScopedLayoutTimer&) = delete;
-
- private:
-  LayoutTimer* previous_;
-};
-
-// The injected timer, or nullptr.
-LayoutTimer* injected_layout_timer();
 
 }  // namespace opfuse

@@ -1,5 +1,5 @@
-// Passes: every graph rewrite is a named PassDef in one list (pass_list.cc); each optimisation
-// level is a table of pipeline stages (pipelines.cc), each entry with a one-line reason.
+// Passes: every graph rewrite is a named PassDef in one list (pass_list.cc), run on a graph with
+// a PassContext that collects its decisions. The pipelines that run them: pipelines/pipeline.h.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "core/target.h"
@@ -15,6 +16,8 @@
 #include "passes/fusion_config.h"
 
 namespace opfuse {
+
+class LayoutTimer;  // passes/layout_measure.h
 
 // A decision a pass made that a user may ask about: a fold or fusion applied, or refused and why.
 // The fusion report (issue: reports) renders these; keep every field meaningful.
@@ -29,6 +32,12 @@ struct PassDecision {
   int64_t bytes_saved = 0;  // applied fusions: estimated memory traffic saved per run (0: unknown)
 };
 
+// The two common shapes of a decision.
+PassDecision refusal(std::string pass, std::string what, std::string reason,
+                     std::vector<std::string> members = {});
+PassDecision application(std::string pass, std::string what, std::vector<std::string> members = {},
+                         std::string result = {});
+
 // How often a rule matched (its match tree fit) and was applied (its checks passed and it
 // rewrote the graph), per rule name.
 struct RuleCounter {
@@ -41,14 +50,17 @@ struct PassContext {
   std::map<std::string, RuleCounter> rule_counters;
   FusionConfig fusion;  // what the user allows the fusing passes to do
   Target target = active_target();  // the CPU compiled for: every ISA-dependent choice reads it
+  // Times convs and reorders for the layout pass instead of its estimates (not owned; null:
+  // estimate). Supplied from above: the runtime measures real kernels, tests inject timings.
+  LayoutTimer* layout_timer = nullptr;
 
-  void applied(std::string pass, std::string what) {
-    decisions.push_back({std::move(pass), std::move(what), true, {}, {}, {}, {}, 0});
-  }
-  void refused(std::string pass, std::string what, std::string reason) {
-    decisions.push_back({std::move(pass), std::move(what), false, std::move(reason), {}, {}, {}, 0});
-  }
-  void record(PassDecision decision) { decisions.push_back(std::move(decision)); }
+  // The one way a pass records a decision: appended to `decisions` and counted under its rule
+  // (its pass, when it names none): matched always, applied when applied. A refusal recorded
+  // already (fixpoint stages rerun passes) is dropped; returns whether it was recorded.
+  bool decide(PassDecision decision);
+
+ private:
+  std::unordered_set<std::string> refusals_seen_;  // pass, rule, what and reason of each refusal
 };
 
 // Runs on a graph; returns whether it changed anything (the fixpoint driver stops when no pass
@@ -63,33 +75,5 @@ struct PassDef {
 
 // Every pass, named once.
 const std::vector<PassDef>& all_passes();
-const PassDef* find_pass(std::string_view name);
-
-enum class OptLevel { kO0, kO1, kO2, kO3 };
-std::string_view opt_level_name(OptLevel level);  // "O1"
-Result<OptLevel> parse_opt_level(std::string_view name);
-
-// One pipeline stage: passes run in order, repeated until none changes the graph when
-// `to_fixpoint`, at most PipelineOptions::max_iterations times.
-struct PipelineStage {
-  std::vector<std::string_view> passes;
-  bool to_fixpoint;
-  std::string_view why;
-};
-const std::vector<PipelineStage>& pipeline_for(OptLevel level);
-
-struct PipelineOptions {
-  bool verify_after_each = false;        // run the verifier after every pass (tests, debugging)
-  std::ostream* print_after_all = nullptr;  // print the graph after every pass that changed it
-  // Instead of the level's pipeline, run exactly these passes in order (once each).
-  std::optional<std::vector<std::string>> passes;
-  int max_iterations = 8;
-  FusionConfig fusion;  // run_pipeline copies it into PassContext::fusion
-};
-
-// Runs the level's pipeline (or options.passes). Unknown pass names are an error listing the
-// valid ones. A verifier failure names the pass that broke the graph.
-Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options,
-                    PassContext& context);
 
 }  // namespace opfuse

@@ -1,5 +1,4 @@
-// Every pass of opfuse, named once. Pipelines (pipelines.cc) refer to them by name.
-#include "frontend/builder/composite.h"
+// Every pass of opfuse, named once. Pipelines (pipelines/pipelines.cc) refer to them by name.
 #include "passes/pass.h"
 #include "passes/passes.h"
 

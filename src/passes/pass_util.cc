@@ -44,28 +44,6 @@ std::optional<std::vector<int64_t>> known_dims(const Value* value) {
   return static_dims(*value->shape);
 }
 
-void refuse_once(PassContext& context, const std::string& pass, const std::string& what,
-                 const std::string& reason) {
-  for (const PassDecision& d : context.decisions) {
-    if (!d.applied && d.pass == pass && d.what == what && d.reason == reason) return;
-  }
-  context.refused(pass, what, reason);
-}
-
-bool record_once(PassContext& context, PassDecision decision) {
-  for (const PassDecision& d : context.decisions) {
-    if (!d.applied && !decision.applied && d.pass == decision.pass && d.what == decision.what &&
-        d.reason == decision.reason) {
-      return false;
-    }
-  }
-  RuleCounter& counter = context.rule_counters[decision.rule.empty() ? decision.pass : decision.rule];
-  ++counter.matched;
-  if (decision.applied) ++counter.applied;
-  context.record(std::move(decision));
-  return true;
-}
-
 int64_t value_bytes(const Value* value) {
   const auto dims = known_dims(value);
   if (!dims) return 0;

@@ -29,15 +29,6 @@ Status replace_with_constants(Graph& graph, Node* node, std::vector<Tensor> data
 // The dims of a value whose shape is fully known, else nullopt.
 std::optional<std::vector<int64_t>> known_dims(const Value* value);
 
-// Records a refusal unless the same one was recorded already (fixpoint stages rerun passes).
-void refuse_once(PassContext& context, const std::string& pass, const std::string& what,
-                 const std::string& reason);
-
-// Records a fusion decision and counts it in context.rule_counters[rule] (matched always,
-// applied when applied); a refusal already recorded (fixpoint reruns) is neither recorded nor
-// counted again. Returns whether it was recorded.
-bool record_once(PassContext& context, PassDecision decision);
-
 // Bytes of a value with a fully known shape (0 when unknown): what the fusion passes' traffic
 // estimates count.
 int64_t value_bytes(const Value* value);

@@ -5,7 +5,8 @@
 
 namespace opfuse {
 
-Result<bool> run_infer_shapes_pass(Graph& graph, PassContext& context);
+Result<bool> run_infer_shapes_pass(Graph& graph, PassContext& context);       // frontend_passes.cc
+Result<bool> run_expand_composites_pass(Graph& graph, PassContext& context);  // frontend_passes.cc
 Result<bool> run_dce_pass(Graph& graph, PassContext& context);            // dce.cc
 Result<bool> run_constant_fold_pass(Graph& graph, PassContext& context);  // constant_fold.cc
 Result<bool> run_cse_pass(Graph& graph, PassContext& context);            // cse.cc

@@ -95,7 +95,7 @@ Result<bool> prune(Graph& graph, PassContext& ctx, Node* node) {
   d.applied = true;
   d.members = {node->name()};
   d.result = node->name();
-  ctx.record(std::move(d));
+  ctx.decide(std::move(d));
   return true;
 }
 

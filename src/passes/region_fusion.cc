@@ -25,7 +25,7 @@
 //     candidate must also: stay within FusionConfig::max_region_nodes; lower to a FusedProgram
 //     (one reduction row, outputs of the iteration space's shape ...); not evaluate an
 //     expensive producer (exp, erf, tanh ...) more than kMaxExpensiveDuplicates extra times per
-//     element; keep its index tables within the memory budget. Refusals are recorded with the
+//     element; keep its index tables within the region table budget. Refusals are recorded with the
 //     reason.
 //  4. Cost model. For each final group of two or more nodes: bytes moved before (every member
 //     reads its inputs and writes its outputs; view ops move nothing) and after (the region
@@ -50,7 +50,7 @@ namespace {
 
 constexpr std::string_view kRule = "region_fusion";
 constexpr int kMaxExpensiveDuplicates = 1;
-// Without a memory budget, index tables (Pad/Concat/Gather, 8 bytes per element) are capped here.
+// Without a region table budget, index tables (Pad/Concat/Gather, 8 bytes per element) are capped here.
 constexpr int64_t kDefaultTableCap = int64_t{64} << 20;
 // Integer constants up to this many elements (op parameters) are copied into the body.
 constexpr int64_t kEmbedConstantMax = 64;
@@ -240,8 +240,8 @@ class RegionFuser {
     for (size_t i = 0; i < count; ++i) {
       kinds_[i] = classify(*nodes_[i]);
       if (kinds_[i] <= FusionKind::kReduction && !ctx_.fusion.node_fusible(*nodes_[i])) {
-        ctx_.record(PassDecision{std::string(kRule), node_label(*nodes_[i]), false, ctx_.fusion.node_refusal(*nodes_[i]),
-                                 std::string(kRule), {nodes_[i]->name()}, {}, 0});
+        ctx_.decide(refusal(std::string(kRule), node_label(*nodes_[i]), ctx_.fusion.node_refusal(*nodes_[i]),
+                            {nodes_[i]->name()}));
         kinds_[i] = FusionKind::kOpaque;
       }
     }
@@ -360,11 +360,10 @@ class RegionFuser {
     } else {
       reason = check_lowering(members);
     }
-    ++ctx_.rule_counters[std::string(kRule)].matched;
     if (!reason.empty()) {
       PassDecision d{std::string(kRule), str_cat(node_label(*nodes_[n]), " into ", node_label(*nodes_[p])),
                      false, reason, std::string(kRule), names_of(members), {}, 0};
-      ctx_.record(std::move(d));
+      ctx_.decide(std::move(d));
       return Status::ok();
     }
     for (int m : candidate) parent_[find(m)] = find(p);
@@ -386,9 +385,9 @@ class RegionFuser {
       return str_cat("an expensive producer (exp/erf/tanh ...) would be recomputed ", stats.duplicated_expensive,
                      " extra times per element (bound ", kMaxExpensiveDuplicates, ")");
     }
-    const int64_t budget = ctx_.fusion.memory_budget_bytes > 0 ? ctx_.fusion.memory_budget_bytes : kDefaultTableCap;
+    const int64_t budget = ctx_.fusion.region_table_budget_bytes > 0 ? ctx_.fusion.region_table_budget_bytes : kDefaultTableCap;
     if (stats.table_bytes > budget) {
-      return str_cat("index tables need ", stats.table_bytes, " bytes, over the memory budget ", budget);
+      return str_cat("index tables need ", stats.table_bytes, " bytes, over the region table budget ", budget);
     }
     return {};
   }
@@ -403,7 +402,7 @@ class RegionFuser {
                          " -> ", cost.after, " bytes), below the threshold ",
                          static_cast<int>(ctx_.fusion.region_min_traffic_saving * 100), "%");
       d.bytes_saved = 0;
-      ctx_.record(std::move(d));
+      ctx_.decide(std::move(d));
       return false;
     }
     Attributes attrs;
@@ -440,8 +439,7 @@ class RegionFuser {
     graph_.remove_dead_values();
     d.applied = true;
     d.result = fused->name();
-    ++ctx_.rule_counters[std::string(kRule)].applied;
-    ctx_.record(std::move(d));
+    ctx_.decide(std::move(d));
     return true;
   }
 

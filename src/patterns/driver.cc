@@ -69,15 +69,7 @@ void add_refusal(std::vector<PendingRefusal>& pending, std::string_view pass, co
 void record_refusals(PassContext& context, std::vector<PendingRefusal>& pending,
                      const std::set<std::string>& fused_members) {
   for (PendingRefusal& r : pending) {
-    if (fused_members.count(r.root)) continue;
-    bool seen = false;
-    for (const PassDecision& d : context.decisions) {
-      seen |= !d.applied && d.rule == r.decision.rule && d.what == r.decision.what &&
-              d.reason == r.decision.reason;
-    }
-    if (seen) continue;
-    ++context.rule_counters[r.decision.rule].matched;
-    context.record(std::move(r.decision));
+    if (!fused_members.count(r.root)) context.decide(std::move(r.decision));
   }
 }
 
@@ -134,8 +126,8 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
         }
         if (rewrites >= cap) {
           record_refusals(context, pending, fused_members);
-          context.refused(std::string(pass_name), p->name,
-                          str_cat("stopped after ", cap, " rewrites (iteration cap)"));
+          context.decide(refusal(std::string(pass_name), p->name,
+                                 str_cat("stopped after ", cap, " rewrites (iteration cap)")));
           OPFUSE_TRY(graph.topological_sort());
           return true;
         }
@@ -150,10 +142,7 @@ Result<bool> run_patterns(Graph& graph, const std::vector<const Pattern*>& patte
         for (const Node* n : chosen->nodes) dead.insert(n);
         OPFUSE_ASSIGN_OR_RETURN(Node * result, p->rewrite(graph, *chosen));
         d.result = result->name();
-        RuleCounter& counter = context.rule_counters[p->name];
-        ++counter.matched;
-        ++counter.applied;
-        context.record(std::move(d));
+        context.decide(std::move(d));
         ++rewrites;
         changed = true;
         break;  // the node is gone (the root is part of its match)

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "ops/infer_shapes.h"
 #include "ops/op_def.h"
-#include "passes/infer_shapes.h"
+#include "pipelines/pipeline.h"
+#include "runtime/measuring_layout_timer.h"
 
 namespace opfuse {
 namespace {
@@ -20,7 +22,9 @@ int64_t bytes_of(const Value* v) {
 Result<Graph> run_level(const Graph& bound, OptLevel level, const PipelineOptions& pipeline,
                         PassContext& context) {
   Graph graph = bound.clone();
-  OPFUSE_TRY(run_pipeline(graph, level, pipeline, context));
+  PipelineOptions options = pipeline;
+  supply_layout_timer(options);
+  OPFUSE_TRY(run_pipeline(graph, level, options, context));
   return graph;
 }
 

@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 

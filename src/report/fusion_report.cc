@@ -1,6 +1,7 @@
 #include "report/fusion_report.h"
 
 #include "passes/tuning_record.h"
+#include "pipelines/pipeline.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -63,22 +64,10 @@ FusionReport make_fusion_report(const FusionAnalysis& a) {
   r.target = a.context.target.describe();
   r.config = a.config;
   r.config.region_min_traffic_saving = a.context.fusion.region_min_traffic_saving;  // a record's, if any
-  // Rules: the passes' counters; decisions fill in rules a pass did not count.
-  std::map<std::string, FusionReport::Rule> rules;
+  // Rules: every decision was counted under its rule as it was recorded (PassContext::decide).
   for (const auto& [name, c] : a.context.rule_counters) {
-    rules[name] = {name, c.matched, c.applied, 0};
+    r.rules.push_back({name, c.matched, c.applied, c.matched - c.applied});
   }
-  std::map<std::string, std::pair<int64_t, int64_t>> from_decisions;  // applied, refused
-  for (const PassDecision& d : a.context.decisions) {
-    const std::string rule = d.rule.empty() ? d.pass : d.rule;
-    auto& counts = from_decisions[rule];
-    (d.applied ? counts.first : counts.second)++;
-  }
-  for (const auto& [name, counts] : from_decisions) {
-    auto [it, inserted] = rules.try_emplace(name, FusionReport::Rule{name, counts.first + counts.second, counts.first, 0});
-    it->second.refused = counts.second;
-  }
-  for (auto& [name, rule] : rules) r.rules.push_back(rule);
 
   // Kernels: connected groups of applied decisions.
   Groups groups;
@@ -215,7 +204,7 @@ std::string fusion_report_json(const FusionReport& r) {
                  {"exclude", r.config.excluded_node_globs},
                  {"region_threshold", r.config.region_min_traffic_saving},
                  {"max_region_nodes", r.config.max_region_nodes},
-                 {"memory_budget", r.config.memory_budget_bytes}};
+                 {"region_table_budget", r.config.region_table_budget_bytes}};
   j["tuning"] = nullptr;
   if (const auto& t = r.config.tuning) {
     j["tuning"] = {{"source", t->source}, {"use_layouts", t->use_layouts}, {"kernels", t->kernels}, {"epilogues", t->epilogues},

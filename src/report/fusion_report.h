@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "pipelines/pipeline.h"
 #include "report/fusion_analysis.h"
 
 namespace opfuse {

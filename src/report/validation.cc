@@ -1,4 +1,5 @@
 #include "report/validation.h"
+#include "pipelines/pipeline.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // PyTorch): the largest absolute difference relative to the largest absolute reference value.
 #pragma once
 
-#include "runtime/eager.h"
+#include "ops/eager.h"
 
 namespace opfuse {
 

@@ -15,7 +15,7 @@
 
 #include "kernels/kernel.h"
 #include "passes/pass.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
 #include "runtime/memory_plan.h"
 
 namespace opfuse {

@@ -5,8 +5,10 @@
 
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "passes/tuning_record.h"
+#include "pipelines/pipeline.h"
+#include "runtime/measuring_layout_timer.h"
 #include "runtime/non_finite.h"
 
 namespace opfuse {
@@ -86,7 +88,9 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   }
   OPFUSE_TRY(infer_shapes(graph));
   PassContext context;
-  OPFUSE_TRY(run_pipeline(graph, options_.level, options_.pipeline, context));
+  PipelineOptions pipeline = options_.pipeline;
+  supply_layout_timer(pipeline);  // per compile: a measuring timer is not shared between threads
+  OPFUSE_TRY(run_pipeline(graph, options_.level, pipeline, context));
   OPFUSE_TRY(verify_graph(graph));
   CompileOptions compile;
   compile.threads = options_.threads;

@@ -12,7 +12,8 @@
 #include "ir/graph.h"
 #include "passes/pass.h"
 #include "runtime/compiled_plan.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 

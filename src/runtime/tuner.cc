@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "passes/layout_measure.h"
+#include "runtime/measuring_layout_timer.h"
 
 namespace opfuse {
 namespace {
@@ -167,13 +167,13 @@ class Tuner {
 
   // Compiles the model once with the layout pass timing every conv and reorder it weighs.
   Status measure_layouts(TuningRecord& record) const {
-    MeasuringLayoutTimer timer;
-    {
-      ScopedLayoutTimer scoped(&timer);
-      OPFUSE_ASSIGN_OR_RETURN(Session session, compile(nullptr));
-      OPFUSE_TRY(session.plan_for(inputs_).status());
-    }
-    record.layout_ms = timer.timings();
+    auto timer = std::make_shared<MeasuringLayoutTimer>();
+    SessionOptions options = options_.session;
+    options.pipeline.fusion.tuning = nullptr;
+    options.pipeline.layout_timer = timer;
+    OPFUSE_ASSIGN_OR_RETURN(Session session, Session::create(model_.clone(), options));
+    OPFUSE_TRY(session.plan_for(inputs_).status());
+    record.layout_ms = timer->timings();
     return Status::ok();
   }
 

@@ -5,6 +5,7 @@
 
 #include "codegen/fused_program.h"
 #include "codegen/index_map.h"
+#include "kernels/cpu/hwy_executor.h"
 
 namespace opfuse::codegen {
 namespace {

@@ -15,7 +15,8 @@
 
 #include "core/random.h"
 #include "ir/text_format.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/session.h"

@@ -27,7 +27,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/registry.h"
 #include "policy.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
 
 namespace opfuse::conformance {
 namespace {

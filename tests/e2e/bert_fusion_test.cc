@@ -14,6 +14,7 @@
 
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/session.h"

@@ -18,6 +18,7 @@
 #include "core/npy.h"
 #include "testing/zoo.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
 
@@ -203,8 +204,9 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooO3Test);
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTest, testing::ValuesIn(zoo_cases()),
                          [](const testing::TestParamInfo<ZooCase>& info) {
                            const ZooCase& c = info.param;
-                           return c.model + "_" + std::string(execution_mode_name(c.mode)) +
-                                  (c.mode == ExecutionMode::kGraph ? "_" + std::string(opt_level_name(c.level)) : "");
+                           const bool graph = c.mode == ExecutionMode::kGraph;
+                           return str_cat(c.model, "_", execution_mode_name(c.mode), graph ? "_" : "",
+                                          graph ? opt_level_name(c.level) : "");
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZooTest);
 

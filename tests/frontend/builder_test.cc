@@ -8,6 +8,7 @@
 #include "core/random.h"
 #include "frontend/builder/blocks.h"
 #include "frontend/builder/models.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
 

@@ -7,6 +7,7 @@
 
 #include "frontend/builder/composite.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
 

@@ -15,6 +15,7 @@
 #include "core/npy.h"
 #include "frontend/onnx/importer.h"
 #include "ir/text_format.h"
+#include "pipelines/pipeline.h"
 #include "report/fusion_analysis.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"

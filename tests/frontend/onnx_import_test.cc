@@ -13,7 +13,7 @@
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/registry.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
 #include "testing/onnx_builders.h"
 
 namespace opfuse {

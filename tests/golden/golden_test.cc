@@ -15,6 +15,7 @@
 #include "ir/text_format.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "ir/verifier.h"
 #include "ops/registry.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse {
 namespace {

@@ -13,6 +13,7 @@
 #include "ir/text_format.h"
 #include "kernels/kernel.h"
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {

@@ -18,7 +18,7 @@
 #include "kernels/kernel.h"
 #include "kernels/onednn_test_util.h"
 #include "ops/fused.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "runtime/compare.h"
 
 namespace opfuse {

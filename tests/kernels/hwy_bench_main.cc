@@ -13,7 +13,7 @@
 
 #include "core/random.h"
 #include "kernels/kernel.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 using namespace opfuse;
 

@@ -11,7 +11,7 @@
 #include "core/random.h"
 #include "kernels/kernel.h"
 #include "ops/op_def.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse::hwy_test {
 

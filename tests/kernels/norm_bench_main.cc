@@ -15,6 +15,7 @@
 #include "kernels/kernel.h"
 #include "passes/pass.h"
 #include "passes/pass_util.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse {

@@ -10,7 +10,7 @@
 #include "kernels/kernel.h"
 #include "ops/fused.h"
 #include "kernels/onednn_test_util.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse {
 namespace {

@@ -19,7 +19,7 @@
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/kernel.h"
 #include "kernels/onednn_test_util.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "runtime/compare.h"
 
 namespace opfuse {

@@ -12,7 +12,7 @@
 #include "core/tensor.h"
 #include "kernels/kernel.h"
 #include "ops/fused.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse::onednn_test {
 

@@ -11,6 +11,7 @@
 #include "ops/custom_op.h"
 #include "ops/registry.h"
 #include "ops/scalar_expr_text.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse {

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "ops/reference.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "testing/onnx_files.h"
 
 namespace opfuse {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "ops/reference.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse::nn_test {
 

@@ -18,7 +18,7 @@
 
 #include "ir/graph.h"
 #include "ops/reference.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "testing/onnx_files.h"
 
 namespace opfuse::testing_onnx {

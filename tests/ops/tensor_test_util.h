@@ -10,7 +10,7 @@
 
 #include "ir/graph.h"
 #include "ops/reference.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse::testing {
 

@@ -7,6 +7,7 @@
 #include "ir/text_format.h"
 #include "passes/fusion_config_json.h"
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 #include "testing/fusion_models.h"
 
 namespace opfuse {
@@ -50,7 +51,7 @@ TEST(FusionRules, UnknownNamesListTheValidOnes) {
 TEST(FusionConfigJson, ReadsEveryKey) {
   auto f = parse_fusion_config_json(R"({"level": "O2", "disable": ["epilogue_relu"],
       "enable_only": ["fold_batchnorm"], "disable_op_types": ["Softmax"], "exclude": ["/fc/*"],
-      "region_threshold": 0.5, "max_region_nodes": 10, "memory_budget": "2MiB"})", "test");
+      "region_threshold": 0.5, "max_region_nodes": 10, "region_table_budget": "2MiB"})", "test");
   ASSERT_TRUE(f.is_ok()) << f.status().message();
   EXPECT_EQ(f->level, "O2");
   EXPECT_EQ(f->fusion.disabled_rules, std::set<std::string>{"epilogue_relu"});
@@ -59,7 +60,15 @@ TEST(FusionConfigJson, ReadsEveryKey) {
   EXPECT_EQ(f->fusion.excluded_node_globs, std::vector<std::string>{"/fc/*"});
   EXPECT_DOUBLE_EQ(f->fusion.region_min_traffic_saving, 0.5);
   EXPECT_EQ(f->fusion.max_region_nodes, 10);
-  EXPECT_EQ(f->fusion.memory_budget_bytes, 2 * 1024 * 1024);
+  EXPECT_EQ(f->fusion.region_table_budget_bytes, 2 * 1024 * 1024);
+}
+
+TEST(FusionConfigJson, TheRenamedMemoryBudgetSaysWhatItBecame) {
+  auto old = parse_fusion_config_json(R"({"memory_budget": "2MiB"})", "c.json");
+  ASSERT_FALSE(old.is_ok());
+  EXPECT_NE(old.status().message().find("c.json: \"memory_budget\" is now \"region_table_budget\""),
+            std::string::npos)
+      << old.status().message();
 }
 
 TEST(FusionConfigJson, ErrorsNameTheFileAndKey) {

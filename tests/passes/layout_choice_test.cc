@@ -13,7 +13,8 @@
 #include "passes/layout_measure.h"
 #include "passes/pass.h"
 #include "passes/tuning_record.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse {
@@ -112,6 +113,9 @@ constexpr const char* kChain = R"(graph @main opset 13 (%x: f32[1,3,12,12]) {
 }
 )";
 
+// The timer the pipeline uses, still owned by the test.
+std::shared_ptr<LayoutTimer> borrowed(LayoutTimer& timer) { return {std::shared_ptr<void>(), &timer}; }
+
 struct Layouts {
   std::map<std::string, int64_t> conv_block;  // BlockedConv name -> block
   int reblocks = 0;
@@ -120,11 +124,10 @@ struct Layouts {
 Layouts run_layout(LayoutTimer& timer) {
   auto g = parse_graph(kChain);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
-  ScopedLayoutTimer scoped(&timer);
   PipelineOptions options;
   options.verify_after_each = true;
   options.passes = std::vector<std::string>{"layout", "dce"};
-  options.fusion.measure_layouts = true;
+  options.layout_timer = borrowed(timer);
   PassContext ctx;
   ctx.target.isa = IsaTier::kAvx512Core;  // blocked means nChw16c, whatever the host
   EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
@@ -223,11 +226,24 @@ TEST(LayoutChoicePassTest, NhwcTailNeedsOneReorder) {
   EXPECT_EQ(l.reblocks, 1);
 }
 
+// The passes cannot create kernels (they sit below the kernel layer): asked to measure without a
+// timer from above, the layout pass says so instead of silently estimating.
+TEST(LayoutChoicePassTest, MeasuringWithoutATimerIsAnError) {
+  auto g = parse_graph(kChain);
+  ASSERT_TRUE(g.is_ok());
+  PipelineOptions options;
+  options.passes = std::vector<std::string>{"layout"};
+  options.fusion.measure_layouts = true;
+  PassContext ctx;
+  const Status s = run_pipeline(*g, OptLevel::kO3, options, ctx);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("measure_layouts needs a layout timer"), std::string::npos) << s.message();
+}
+
 TEST(LayoutChoicePassTest, MixedLayoutsComputeWhatEagerComputes) {
   FakeTimer timer;
   timer.conv["conv2"] = {1.0, 0.5};
   timer.reorder = 0.1;
-  ScopedLayoutTimer scoped(&timer);
   auto g = parse_graph(kChain);
   ASSERT_TRUE(g.is_ok());
   std::vector<float> x(3 * 12 * 12);
@@ -238,7 +254,7 @@ TEST(LayoutChoicePassTest, MixedLayoutsComputeWhatEagerComputes) {
   SessionOptions options;
   options.mode = ExecutionMode::kGraph;
   options.level = OptLevel::kO3;
-  options.pipeline.fusion.measure_layouts = true;
+  options.pipeline.layout_timer = borrowed(timer);
   auto session = Session::create(g->clone(), options);
   ASSERT_TRUE(session.is_ok()) << session.status().message();
   auto got = session->run(inputs);

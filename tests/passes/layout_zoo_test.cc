@@ -7,6 +7,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 #include "testing/zoo.h"
 
 namespace opfuse {

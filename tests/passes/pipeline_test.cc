@@ -7,7 +7,8 @@
 
 #include "ir/text_format.h"
 #include "passes/pass.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {

@@ -5,10 +5,11 @@
 
 #include "graph_test_util.h"
 #include "ir/text_format.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse {

@@ -16,7 +16,8 @@
 #include "testing/zoo.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pass.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {

@@ -14,11 +14,12 @@
 
 #include "core/random.h"
 #include "ir/text_format.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "passes/pass.h"
 #include "runtime/compare.h"
 #include "runtime/compiled_plan.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 #include "testing/pattern_fusion.h"
 
@@ -32,9 +33,9 @@ struct Case {
 };
 
 std::string dims_text(const std::vector<int64_t>& d) {
-  std::string out;
-  for (int64_t x : d) out += (out.empty() ? "" : ",") + std::to_string(x);
-  return "[" + out + "]";
+  std::string out = "[";
+  for (size_t i = 0; i < d.size(); ++i) out += str_cat(i == 0 ? "" : ",", d[i]);
+  return out + "]";
 }
 
 // The graph a PyTorch BERT export has after O1, for one attention.

@@ -12,10 +12,11 @@
 #include "kernels/kernel.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 #include "passes/pass.h"
 #include "runtime/compare.h"
-#include "runtime/eager.h"
+#include "ops/eager.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 #include "testing/pattern_fusion.h"
 

@@ -11,6 +11,7 @@
 
 #include "core/npy.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/session.h"
 #include "testing/zoo.h"

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "graph_test_util.h"
+#include "pipelines/pipeline.h"
 #include "runtime/non_finite.h"
 
 namespace opfuse {

@@ -11,6 +11,7 @@
 #include "core/npy.h"
 #include "frontend/onnx/importer.h"
 #include "ops/registry.h"
+#include "pipelines/pipeline.h"
 #include "plugin/plugin_loader.h"
 #include "runtime/session.h"
 #include "testing/cli_runner.h"

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/text_format.h"
+#include "pipelines/pipeline.h"
 #include "testing/fusion_models.h"
 
 namespace opfuse {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/text_format.h"
+#include "pipelines/pipeline.h"
 #include "testing/fusion_models.h"
 
 namespace opfuse {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/text_format.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 #include "testing/fusion_models.h"
 

@@ -12,6 +12,7 @@
 #include "passes/extra_passes.h"
 #include "passes/fusion_rules.h"
 #include "passes/pass_util.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {
@@ -47,7 +48,7 @@ Result<bool> run_broken(Graph& graph, PassContext& ctx) {
     PassDecision d{kBrokenRule, str_cat("Relu '", node->name(), "'"), false, {}, kBrokenRule, {node->name()}, {}, 0};
     if (!ctx.fusion.node_fusible(*node)) {
       d.reason = ctx.fusion.node_refusal(*node);
-      record_once(ctx, d);
+      ctx.decide(d);
       continue;
     }
     const std::string name = node->name();
@@ -66,7 +67,7 @@ Result<bool> run_broken(Graph& graph, PassContext& ctx) {
     OPFUSE_TRY(graph.remove_node(node));
     d.applied = true;
     d.result = name + "_leaky";
-    record_once(ctx, d);
+    ctx.decide(d);
     changed = true;
   }
   if (changed) OPFUSE_TRY(graph.topological_sort());

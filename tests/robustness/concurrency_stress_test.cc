@@ -12,6 +12,7 @@
 
 #include "core/random.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 #include "testing/zoo.h"
 

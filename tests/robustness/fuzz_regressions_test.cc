@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "robustness/hostile_models.h"
 #include "runtime/session.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/tensor.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse {

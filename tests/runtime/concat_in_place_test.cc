@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "graph_test_util.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "core/random.h"
 #include "frontend/builder/demo_model.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 #include "runtime/compare.h"
 

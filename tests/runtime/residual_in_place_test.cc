@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "graph_test_util.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "ir/text_format.h"
 #include "passes/tuning_record.h"
+#include "pipelines/pipeline.h"
 #include "runtime/compare.h"
 #include "runtime/tuner.h"
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse::testing_patterns {
 

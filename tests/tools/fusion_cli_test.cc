@@ -91,7 +91,7 @@ TEST_F(FusionCliTest, ConfigErrorsListTheValidNames) {
       {"run " + model_ + " --random --disable-op Convolution", {"unknown op type 'Convolution' (valid: ", "Conv, "}},
       {"report " + model_ + " --region-threshold lots", {"--region-threshold 'lots' is not a number"}},
       {"report " + model_ + " --region-threshold 2", {"fraction in [0, 1]"}},
-      {"report " + model_ + " --memory-budget 3parsecs", {"unknown size unit"}},
+      {"report " + model_ + " --region-table-budget 3parsecs", {"unknown size unit"}},
       {"report " + model_ + " --fusion-config " + write("bad.json", R"({"exclude": ["/x"], "colour": 1})"),
        {"unknown key \"colour\""}},
       {"report " + model_ + " --fusion-config " + write("rule.json", R"({"disable": ["bogus"]})"),

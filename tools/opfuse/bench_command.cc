@@ -7,6 +7,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse::cli {
 namespace {

@@ -12,6 +12,7 @@
 #include "kernels/target_caps.h"
 #include "passes/fusion_config_json.h"
 #include "passes/fusion_rules.h"
+#include "pipelines/pipeline.h"
 #include "plugin/plugin_loader.h"
 
 namespace opfuse::cli {
@@ -59,7 +60,7 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view defa
   group->add_option("--region-threshold", flags.region_threshold,
                     "region fusion: min fraction of memory traffic saved (default 0.3)");
   group->add_option("--max-region-nodes", flags.max_region_nodes, "region fusion: max nodes per region (default 64)");
-  group->add_option("--memory-budget", flags.memory_budget, "bytes of intermediates allowed, e.g. 512MiB (0: no limit)");
+  group->add_option("--region-table-budget", flags.region_table_budget, "bytes of index tables one generated region kernel may precompute, e.g. 16MiB (0: the default, 64MiB)");
   group->add_flag("--measure-layouts", flags.measure_layouts,
                   "O3: time each conv in nChw16c and nhwc while compiling and choose per conv");
   group->add_option("--fusion-config", flags.fusion_config, "JSON fusion config file (flags add to it)");
@@ -114,10 +115,10 @@ Result<FusionConfig> fusion_config(const SessionFlags& flags) {
     }
     config.max_region_nodes = static_cast<int>(n);
   }
-  if (!flags.memory_budget.empty()) {
-    auto bytes = parse_byte_size(flags.memory_budget);
-    if (!bytes.is_ok()) return Status::user_error(str_cat("--memory-budget: ", bytes.status().message()));
-    config.memory_budget_bytes = *bytes;
+  if (!flags.region_table_budget.empty()) {
+    auto bytes = parse_byte_size(flags.region_table_budget);
+    if (!bytes.is_ok()) return Status::user_error(str_cat("--region-table-budget: ", bytes.status().message()));
+    config.region_table_budget_bytes = *bytes;
   }
   if (flags.measure_layouts) config.measure_layouts = true;
   if (!flags.tuning.empty()) {

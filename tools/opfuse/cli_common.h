@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pipelines/pipeline.h"
 #include "report/fusion_analysis.h"
 #include "runtime/session.h"
 
@@ -24,7 +25,7 @@ Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
 // --mode --level --threads --print-after-all --passes (and the limit flags): how every running
 // command builds its Session.
 // The fusion flags (--disable RULE, --enable-only RULE, --disable-op TYPE, --exclude GLOB,
-// --region-threshold, --max-region-nodes, --memory-budget, --fusion-config FILE, --tuning FILE) fill
+// --region-threshold, --max-region-nodes, --region-table-budget, --fusion-config FILE, --tuning FILE) fill
 // SessionOptions::pipeline.fusion; flags add to (and numbers override) the config file's values.
 struct SessionFlags {
   std::string mode = "graph";
@@ -33,7 +34,7 @@ struct SessionFlags {
   bool print_after_all = false;
   std::string passes;
   std::vector<std::string> disable, enable_only, disable_op, exclude;
-  std::string region_threshold, max_region_nodes, memory_budget;  // empty: not given
+  std::string region_threshold, max_region_nodes, region_table_budget;  // empty: not given
   bool measure_layouts = false;
   std::string fusion_config;  // JSON file (passes/fusion_config_json.h)
   std::string tuning;         // tuning record (passes/tuning_record.h)

@@ -14,6 +14,7 @@
 #include "core/file_io.h"
 #include "core/random.h"
 #include "frontend/builder/models.h"
+#include "pipelines/pipeline.h"
 #include "report/fusion_analysis.h"
 #include "report/fusion_report.h"
 #include "report/graph_render.h"

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse::cli {
 namespace {

@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "passes/fusion_config_json.h"
+#include "pipelines/pipeline.h"
 #include "report/profiler.h"
 
 namespace opfuse::cli {

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "core/file_io.h"
 #include "core/npy.h"
+#include "pipelines/pipeline.h"
 #include "runtime/session.h"
 
 namespace opfuse::cli {

@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "frontend/onnx/importer.h"
+#include "pipelines/pipeline.h"
 #include "report/validation.h"
 
 namespace opfuse::cli {

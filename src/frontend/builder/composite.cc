@@ -1,21 +1,17 @@
 #include "frontend/builder/composite.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 
-#include <cstring>
-
+#include "ops/eager.h"
 #include "ops/fused.h"
 #include "ops/registry.h"
-#include "passes/pass_util.h"
-#include "runtime/eager.h"
 
 namespace opfuse {
 namespace {
-
-constexpr int kMaxNesting = 16;
 
 struct Table {
   std::mutex mutex;
@@ -224,29 +220,6 @@ Status expand_composite(Graph& graph, Node* node) {
   }
   graph.remove_dead_values();
   return Status::ok();
-}
-
-Result<bool> run_expand_composites_pass(Graph& graph, PassContext& context) {
-  bool changed = false;
-  for (int depth = 0;; ++depth) {
-    std::vector<Node*> todo;
-    for (Node* n : graph.nodes()) {
-      if (is_composite_op(n->domain(), n->op_type())) todo.push_back(n);
-    }
-    if (todo.empty()) break;
-    if (depth == kMaxNesting) {
-      return Status::user_error(str_cat(todo[0]->describe(), ": composite ops nest more than ",
-                                        kMaxNesting, " deep (does a body call itself?)"));
-    }
-    for (Node* n : todo) {
-      const std::string what = node_label(*n);
-      OPFUSE_TRY(expand_composite(graph, n));
-      context.applied("expand_composites", what);
-      changed = true;
-    }
-    OPFUSE_TRY(graph.topological_sort());
-  }
-  return changed;
 }
 
 }  // namespace opfuse

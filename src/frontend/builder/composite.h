@@ -19,7 +19,6 @@
 
 #include "frontend/builder/model_builder.h"
 #include "ops/op_def.h"
-#include "passes/pass.h"
 
 namespace opfuse {
 
@@ -47,9 +46,5 @@ bool is_composite_op(const std::string& domain, const std::string& op_type);
 // Replaces `node` by its body in `graph`. Body nodes are named "<node>/<op>"; the node's output
 // values keep their names (a graph output stays a graph output under its name).
 Status expand_composite(Graph& graph, Node* node);
-
-// The pass: expands every composite node, including composites used inside bodies (up to a
-// nesting depth of 16: deeper means a body that calls itself).
-Result<bool> run_expand_composites_pass(Graph& graph, PassContext& context);
 
 }  // namespace opfuse

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/random.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse {
 namespace {

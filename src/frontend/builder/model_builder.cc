@@ -5,7 +5,7 @@
 #include "ir/verifier.h"
 #include "ops/op_def.h"
 #include "ops/registry.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse::onnx_import {
 namespace {

@@ -12,7 +12,7 @@
 #include "frontend/onnx/opsets.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/registry.h"
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 namespace opfuse::onnx_import {
 namespace {

@@ -2,7 +2,7 @@
 // compile time (static shapes, constant inputs known), and compiled by the Highway backend.
 // Bodies that do not lower (non-f32 values, shapes the program cannot express) are declined and
 // run by the reference kernel, which evaluates the body op by op.
-#include "codegen/fused_program.h"
+#include "kernels/cpu/hwy_executor.h"
 #include "codegen/lower_region.h"
 #include "kernels/kernel.h"
 #include "ops/fused_region.h"

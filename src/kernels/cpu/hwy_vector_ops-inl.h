@@ -1,5 +1,5 @@
 // Vector evaluation of ScalarOps over float arrays, shared by the elementwise kernel
-// (hwy_elementwise.cc) and the fused-program executor (codegen/hwy_executor.cc). Included inside
+// (hwy_elementwise.cc) and the fused-program executor (kernels/cpu/hwy_executor.cc). Included inside
 // a file's `namespace HWY_NAMESPACE` after hwy_math-inl.h (once per target, like the math), with
 // `hn` and VInstr (hwy_vinstr.h) in scope.
 // NOLINT(build/header_guard): textual include per Highway target.

@@ -23,8 +23,8 @@
 //
 // Both share the per-op vector code (VisitOp); a JIT backend would replace the interpretation
 // behind the same ProgramBackend interface.
-#ifndef OPFUSE_CODEGEN_HWY_EXECUTOR_DECLS_
-#define OPFUSE_CODEGEN_HWY_EXECUTOR_DECLS_
+#ifndef OPFUSE_KERNELS_HWY_EXECUTOR_DECLS_
+#define OPFUSE_KERNELS_HWY_EXECUTOR_DECLS_
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/fused_program.h"
+#include "kernels/cpu/hwy_executor.h"
 #include "kernels/cpu/hwy_vinstr.h"
 #include "kernels/cpu/strided_gather.h"
 
@@ -75,7 +75,7 @@ constexpr size_t kPrefetchFloats = 2048;
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "codegen/hwy_executor.cc"
+#define HWY_TARGET_INCLUDE "kernels/cpu/hwy_executor.cc"
 #include "hwy/cache_control.h"   // FlushStream
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"

@@ -1,7 +1,6 @@
-#include "passes/infer_shapes.h"
+#include "ops/infer_shapes.h"
 
 #include "ops/op_def.h"
-#include "passes/passes.h"
 
 namespace opfuse {
 namespace {
@@ -59,17 +58,6 @@ Status infer_shapes(Graph& graph) {
     }
   }
   return Status::ok();
-}
-
-}  // namespace opfuse
-
-namespace opfuse {
-
-// As a pass it reports "unchanged": it refines types but never changes the graph's structure,
-// so it does not keep a fixpoint loop going.
-Result<bool> run_infer_shapes_pass(Graph& graph, PassContext&) {
-  OPFUSE_TRY(infer_shapes(graph));
-  return false;
 }
 
 }  // namespace opfuse

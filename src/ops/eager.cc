@@ -1,4 +1,4 @@
-#include "runtime/eager.h"
+#include "ops/eager.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -7,6 +7,7 @@
 #include "passes/fusion_rules.h"
 #include "passes/tuning_record.h"
 #include "passes/pass.h"
+#include "pipelines/pipeline.h"
 
 namespace opfuse {
 
@@ -66,6 +67,7 @@ Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options
   // Unknown rule names or op types would silently switch nothing: an error listing the valid ones.
   OPFUSE_TRY(validate_fusion_config(options.fusion));
   context.fusion = options.fusion;
+  context.layout_timer = options.layout_timer.get();
   // A tuning record's measured region threshold replaces the configured one.
   if (const auto& tuning = context.fusion.tuning; tuning && tuning->region_threshold) {
     context.fusion.region_min_traffic_saving = *tuning->region_threshold;

@@ -1,0 +1,50 @@
+// Pipelines: each optimisation level is a table of stages of passes (pipelines.cc), each stage
+// with a one-line reason; run_pipeline (pass_manager.cc) runs a level's table, or a list of
+// passes by name, over a graph.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace opfuse {
+
+// The built-in pass or a registered extra pass (passes/extra_passes.h) of that name.
+const PassDef* find_pass(std::string_view name);
+
+enum class OptLevel { kO0, kO1, kO2, kO3 };
+std::string_view opt_level_name(OptLevel level);  // "O1"
+Result<OptLevel> parse_opt_level(std::string_view name);
+
+// One pipeline stage: passes run in order, repeated until none changes the graph when
+// `to_fixpoint`, at most PipelineOptions::max_iterations times.
+struct PipelineStage {
+  std::vector<std::string_view> passes;
+  bool to_fixpoint;
+  std::string_view why;
+};
+const std::vector<PipelineStage>& pipeline_for(OptLevel level);
+
+struct PipelineOptions {
+  bool verify_after_each = false;        // run the verifier after every pass (tests, debugging)
+  std::ostream* print_after_all = nullptr;  // print the graph after every pass that changed it
+  // Instead of the level's pipeline, run exactly these passes in order (once each).
+  std::optional<std::vector<std::string>> passes;
+  int max_iterations = 8;
+  FusionConfig fusion;  // run_pipeline copies it into PassContext::fusion
+  // What the layout pass times with (PassContext::layout_timer); null: the estimates, or a
+  // MeasuringLayoutTimer the runtime supplies when fusion.measure_layouts asks for one.
+  std::shared_ptr<LayoutTimer> layout_timer;
+};
+
+// Runs the level's pipeline (or options.passes). Unknown pass names are an error listing the
+// valid ones. A verifier failure names the pass that broke the graph.
+Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options,
+                    PassContext& context);
+
+}  // namespace opfuse

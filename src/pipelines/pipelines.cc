@@ -1,0 +1,71 @@
+// The pipeline of each optimisation level: a table of stages, each with why it is there. Each
+// stage is defined once below; a level lists the stages it runs, in order.
+#include "pipelines/pipeline.h"
+
+namespace opfuse {
+namespace {
+
+// Memory is planned from static shapes, so even O0 evaluates shape sub-graphs (Shape -> Gather
+// -> Concat -> Reshape) once; it rewrites nothing else.
+const PipelineStage kShapesOnly = {{"infer_shapes"}, false,
+                                   "O0 compiles the graph as given, apart from what planning needs:"};
+const PipelineStage kStaticShapes = {{"constant_fold", "dce", "infer_shapes"}, true,
+                                     "evaluate shape arithmetic so every shape is static"};
+
+// First, so every later pass (and the fuser) sees a composite's primitives.
+const PipelineStage kExpandComposites = {{"expand_composites"}, false,
+                                         "inline composite ops into the primitives they are made of"};
+const PipelineStage kShapes = {{"infer_shapes"}, false, "canonicalisation needs shapes and dtypes"};
+// Folding exposes simplifications (a Reshape whose shape became constant), simplifying exposes
+// duplicates and dead nodes, and merging exposes more folds: loop until stable.
+const PipelineStage kCanonicalise = {
+    {"constant_fold", "simplify", "cse", "dce"}, true,
+    "canonicalise: fold constants and shape arithmetic, local rules, merge duplicates, drop dead code"};
+// After canonicalisation, so BN parameters computed from constants are constants by now.
+const PipelineStage kFoldBatchNorm = {{"fold_batchnorm", "dce"}, false,
+                                      "fold inference BatchNormalization into its Conv/Gemm/MatMul"};
+// After BN folding, so every Conv+BN+Relu is a Conv+Relu by now. One greedy driver runs every
+// pattern: composites (GELU) become one op, which anchors then absorb with the rest of their
+// elementwise chain (bias, scale, activations, residual Add).
+const PipelineStage kFusePatterns = {{"fuse_patterns", "dce"}, false,
+                                     "pattern and epilogue fusion: one kernel per anchor and its elementwise chain"};
+// Exact, and could run at O1; at O3 only so that O1/O2 stay as measured. Before layout, which
+// needs the final kernel shapes.
+const PipelineStage kPruneConvTaps = {
+    {"prune_conv_taps", "dce"}, false,
+    "drop conv taps that read only padding (dilations larger than the feature map)"};
+// After the anchors took their epilogues: it rewrites FusedConvs into blocked ones.
+const PipelineStage kLayout = {
+    {"layout", "dce"}, false,
+    "keep activations in oneDNN's blocked nChw16c layout between convs; reorder at boundaries"};
+// After the anchors took their epilogues: what is left between anchors is elementwise,
+// injective and row-reduction work, generated as one kernel per region. At O3 after the layout
+// stage, so regions work on the blocked tensors (their ops are ordinary ops on the 5-d physical
+// dims) and regions between convs need no reorders.
+const PipelineStage kRegionFusion = {
+    {"expand_to_primitives", "region_fusion", "dce"}, false,
+    "expand LogSoftmax into primitives and fuse regions into generated kernels"};
+const PipelineStage kRefreshShapes = {{"infer_shapes"}, false, "refresh shapes for planning after the rewrites"};
+
+}  // namespace
+
+const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
+  static const std::vector<PipelineStage> o0 = {kShapesOnly, kStaticShapes};
+  static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes, kCanonicalise, kFoldBatchNorm,
+                                                kRefreshShapes};
+  static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,        kCanonicalise,
+                                                kFoldBatchNorm,    kFusePatterns,  kRegionFusion,
+                                                kRefreshShapes};
+  static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,  kCanonicalise, kFoldBatchNorm,
+                                                kFusePatterns,     kPruneConvTaps, kLayout, kRegionFusion,
+                                                kRefreshShapes};
+  switch (level) {
+    case OptLevel::kO0: return o0;
+    case OptLevel::kO1: return o1;
+    case OptLevel::kO2: return o2;
+    case OptLevel::kO3: return o3;
+  }
+  return o0;
+}
+
+}  // namespace opfuse
