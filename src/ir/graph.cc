@@ -99,6 +99,7 @@ Result<Node*> Graph::add_node(const std::string& op_type, std::vector<Value*> in
     raw->outputs_.push_back(out);
   }
   node_by_name_[raw->name_] = raw;
+  raw->position_ = nodes_.size();
   nodes_.push_back(std::move(node));
   return raw;
 }
@@ -141,9 +142,15 @@ Status Graph::remove_node(Node* node) {
   for (size_t i = 0; i < node->inputs_.size(); ++i) set_input(node, i, nullptr);
   for (Value* out : node->outputs_) out->producer_ = nullptr;
   node_by_name_.erase(node->name_);
-  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(),
-                            [&](const auto& n) { return n.get() == node; }));
+  nodes_[node->position_].reset();
+  if (++removed_ * 2 > nodes_.size()) compact_nodes();
   return Status::ok();
+}
+
+void Graph::compact_nodes() {
+  std::erase(nodes_, nullptr);
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i]->position_ = i;
+  removed_ = 0;
 }
 
 void Graph::remove_dead_values() {
@@ -162,8 +169,10 @@ void Graph::remove_dead_values() {
 
 std::vector<Node*> Graph::nodes() const {
   std::vector<Node*> out;
-  out.reserve(nodes_.size());
-  for (const auto& n : nodes_) out.push_back(n.get());
+  out.reserve(num_nodes());
+  for (const auto& n : nodes_) {
+    if (n) out.push_back(n.get());
+  }
   return out;
 }
 
@@ -187,8 +196,7 @@ Node* Graph::find_node(const std::string& name) const {
 Status Graph::topological_sort() {
   // Kahn's algorithm; among ready nodes the earliest in the current order goes first, so an
   // already sorted graph keeps its order.
-  std::unordered_map<const Node*, size_t> index;
-  for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].get()] = i;
+  compact_nodes();  // positions are now the indices below
   std::vector<size_t> pending(nodes_.size(), 0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     for (Value* in : nodes_[i]->inputs_) {
@@ -206,7 +214,7 @@ Status Graph::topological_sort() {
     order.push_back(i);
     for (Value* out : nodes_[i]->outputs_) {
       for (const Use& use : out->uses_) {
-        if (--pending[index.at(use.node)] == 0) ready.push(index.at(use.node));
+        if (--pending[use.node->position_] == 0) ready.push(use.node->position_);
       }
     }
   }
@@ -221,6 +229,7 @@ Status Graph::topological_sort() {
   sorted.reserve(nodes_.size());
   for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
   nodes_ = std::move(sorted);
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i]->position_ = i;
   return Status::ok();
 }
 
@@ -243,6 +252,7 @@ Graph Graph::clone() const {
     copy.values_.push_back(std::move(nv));
   }
   for (const auto& n : nodes_) {
+    if (!n) continue;
     auto nn = std::make_unique<Node>();
     nn->name_ = n->name_;
     nn->op_type_ = n->op_type_;
@@ -261,6 +271,7 @@ Graph Graph::clone() const {
       nn->outputs_.push_back(out);
     }
     copy.node_by_name_[nn->name_] = nn.get();
+    nn->position_ = copy.nodes_.size();
     copy.nodes_.push_back(std::move(nn));
   }
   for (Value* v : inputs_) copy.inputs_.push_back(value_map.at(v));

@@ -78,6 +78,7 @@ class Node {
   const OpDef* def_ = nullptr;
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
+  size_t position_ = 0;  // index in the graph's node list, so removal needs no search
 };
 
 class Graph {
@@ -120,7 +121,7 @@ class Graph {
   const std::vector<Value*>& outputs() const { return outputs_; }
   // Nodes in execution (topological) order.
   std::vector<Node*> nodes() const;
-  size_t num_nodes() const { return nodes_.size(); }
+  size_t num_nodes() const { return nodes_.size() - removed_; }
   std::vector<Value*> values() const;
   Value* find_value(const std::string& name) const;
   Node* find_node(const std::string& name) const;
@@ -133,8 +134,13 @@ class Graph {
  private:
   std::string unique_value_name(const std::string& base);
   std::string unique_node_name(const std::string& base);
+  // Drops the slots of removed nodes and renumbers positions.
+  void compact_nodes();
 
+  // In order; a removed node leaves a null slot until the next compaction (when half the slots
+  // are null, or on sorting), so removing a node costs O(1) amortised, not a search and a shift.
   std::vector<std::unique_ptr<Node>> nodes_;
+  size_t removed_ = 0;
   std::vector<std::unique_ptr<Value>> values_;
   std::unordered_map<std::string, Value*> value_by_name_;
   std::unordered_map<std::string, Node*> node_by_name_;

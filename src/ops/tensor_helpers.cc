@@ -29,7 +29,10 @@ std::optional<int64_t> known_length(const InferContext& ctx, size_t i) {
 
 std::string ints_to_string(const std::vector<int64_t>& values) {
   std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(values[i]);
+  }
   return out + "]";
 }
 

@@ -236,6 +236,9 @@ class RegionFuser {
     }
     parent_.resize(count);
     std::iota(parent_.begin(), parent_.end(), 0);
+    group_.resize(count);
+    for (size_t i = 0; i < count; ++i) group_[i] = {static_cast<int>(i)};
+    seen_.assign(count, 0);
     kinds_.resize(count);
     for (size_t i = 0; i < count; ++i) {
       kinds_[i] = classify(*nodes_[i]);
@@ -297,19 +300,33 @@ class RegionFuser {
     }
   }
 
-  std::vector<int> group_of(int x) {
-    const int r = find(x);
-    std::vector<int> out;
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (find(static_cast<int>(i)) == r) out.push_back(static_cast<int>(i));
+  const std::vector<int>& group_of(int x) { return group_[find(x)]; }
+
+  // Joins the groups of `members` into p's.
+  void join(const std::set<int>& members, int p) {
+    const int root = find(p);
+    for (int m : members) {
+      const int r = find(m);
+      if (r == root) continue;
+      group_[root].insert(group_[root].end(), group_[r].begin(), group_[r].end());
+      group_[r].clear();
+      parent_[r] = root;
     }
-    return out;
   }
 
   // Whether some member reaches another member through a non-member.
-  bool has_cycle(const std::set<int>& members) const {
+  bool has_cycle(const std::set<int>& members) {
     const int last = *members.rbegin();
-    std::vector<char> seen(nodes_.size(), 0);
+    // Marks nodes seen by this call; the visits stop after the last member, so clearing only
+    // what was marked keeps a call proportional to the region's neighbourhood, not the graph.
+    std::vector<int> marked;
+    struct Unmark {
+      std::vector<char>& seen;
+      std::vector<int>& marked;
+      ~Unmark() {
+        for (int x : marked) seen[x] = 0;
+      }
+    } unmark{seen_, marked};
     std::vector<int> stack;
     for (int m : members) {
       for (int c : consumers_[m]) {
@@ -319,8 +336,9 @@ class RegionFuser {
     while (!stack.empty()) {
       const int x = stack.back();
       stack.pop_back();
-      if (x > last || seen[x]) continue;
-      seen[x] = 1;
+      if (x > last || seen_[x]) continue;
+      seen_[x] = 1;
+      marked.push_back(x);
       if (members.count(x)) return true;
       for (int c : consumers_[x]) stack.push_back(c);
     }
@@ -366,7 +384,7 @@ class RegionFuser {
       ctx_.decide(std::move(d));
       return Status::ok();
     }
-    for (int m : candidate) parent_[find(m)] = find(p);
+    join(candidate, p);
     return Status::ok();
   }
 
@@ -451,6 +469,8 @@ class RegionFuser {
   std::vector<bool> to_exit_;
   std::vector<FusionKind> kinds_;
   std::vector<int> parent_, ipdom_, depth_;
+  std::vector<std::vector<int>> group_;  // by union-find root: the nodes of its group
+  std::vector<char> seen_;                // has_cycle's marks, all 0 between calls
 };
 
 }  // namespace

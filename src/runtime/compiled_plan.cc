@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 #include <unordered_map>
 
 #include "ops/op_def.h"
@@ -236,30 +237,40 @@ std::vector<bool> CompiledPlan::plan_concat_in_place() {
 // has the same size: the two buffers become one. Slabs of an in-place Concat never take part
 // (their buffer is larger than they are).
 void CompiledPlan::plan_in_place(const std::vector<bool>& dropped) {
+  // Buffers merged so far, as a union-find: merged_into[b] leads to the buffer b now shares.
+  std::vector<int> merged_into(buffers_.size());
+  std::iota(merged_into.begin(), merged_into.end(), 0);
+  auto buffer_of = [&](const Slot& slot) {
+    int b = slot.index;
+    while (merged_into[b] != b) b = merged_into[b] = merged_into[merged_into[b]];
+    return b;
+  };
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& step = steps_[s];
     const int k = dropped[s] ? -1 : step.kernel->in_place_input();
     if (k < 0 || static_cast<size_t>(k) >= step.inputs.size() || step.inputs[k] < 0) continue;
     const Slot& in = slots_[step.inputs[k]];
     const Slot& out = slots_[step.outputs[0]];
-    if (in.kind != SlotKind::kArena || out.kind != SlotKind::kArena || in.index == out.index) continue;
+    if (in.kind != SlotKind::kArena || out.kind != SlotKind::kArena) continue;
+    const int to = buffer_of(in), from = buffer_of(out);
+    if (to == from) continue;
     bool shared = false;
     for (size_t j = 0; j < step.inputs.size(); ++j) {
       const int other = step.inputs[j];
       shared |= j != static_cast<size_t>(k) && other >= 0 && slots_[other].kind == SlotKind::kArena &&
-                slots_[other].index == in.index;
+                buffer_of(slots_[other]) == to;
     }
     if (shared) continue;
-    BufferRequest& keep = buffers_[in.index];
-    BufferRequest& merged = buffers_[out.index];
+    BufferRequest& keep = buffers_[to];
+    BufferRequest& merged = buffers_[from];
     if (slot_bytes(in) != keep.bytes || slot_bytes(out) != merged.bytes) continue;
     if (keep.last_step != static_cast<int>(s) || keep.bytes != merged.bytes) continue;
     keep.last_step = std::max(keep.last_step, merged.last_step);
     merged.bytes = 0;  // no longer needs memory of its own
-    const int from = out.index, to = in.index;
-    for (Slot& slot : slots_) {
-      if (slot.kind == SlotKind::kArena && slot.index == from) slot.index = to;
-    }
+    merged_into[from] = to;
+  }
+  for (Slot& slot : slots_) {
+    if (slot.kind == SlotKind::kArena) slot.index = buffer_of(slot);
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "core/random.h"
 
 namespace opfuse {
@@ -49,6 +52,88 @@ TEST(MemoryPlanTest, RandomLifetimesAreAlwaysValidAndNoWorseThanTheSum) {
     EXPECT_LE(plan.arena_bytes, padded_sum);
     for (int64_t offset : plan.offsets) EXPECT_EQ(offset % 64, 0);
   }
+}
+
+// The definitions, pair by pair (what plan_memory and memory_plan_is_valid index and sweep to
+// stay near-linear): buffers alive together overlap in memory.
+bool has_overlap_by_pairs(const std::vector<BufferRequest>& requests, const std::vector<int64_t>& offsets) {
+  for (size_t a = 0; a < requests.size(); ++a) {
+    for (size_t b = a + 1; b < requests.size(); ++b) {
+      const bool together = requests[a].first_step <= requests[b].last_step &&
+                            requests[b].first_step <= requests[a].last_step;
+      const bool overlap = offsets[a] < offsets[b] + requests[b].bytes && offsets[b] < offsets[a] + requests[a].bytes;
+      if (together && overlap && requests[a].bytes > 0 && requests[b].bytes > 0) return true;
+    }
+  }
+  return false;
+}
+
+// Best fit over the buffers alive together, found pair by pair: the plan plan_memory must match.
+std::vector<int64_t> best_fit_by_pairs(const std::vector<BufferRequest>& requests) {
+  auto padded = [](int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 63) / 64 * 64; };
+  std::vector<size_t> order(requests.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return requests[a].bytes > requests[b].bytes; });
+  std::vector<int64_t> offsets(requests.size(), 0);
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    std::vector<size_t> live;
+    for (size_t j : placed) {
+      if (requests[i].first_step <= requests[j].last_step && requests[j].first_step <= requests[i].last_step) {
+        live.push_back(j);
+      }
+    }
+    std::sort(live.begin(), live.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+    int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
+    for (size_t j : live) {
+      const int64_t gap = offsets[j] - cursor;
+      if (gap >= padded(requests[i].bytes) && gap < best_gap) {
+        best_gap = gap;
+        best = cursor;
+      }
+      cursor = std::max(cursor, offsets[j] + padded(requests[j].bytes));
+    }
+    offsets[i] = best >= 0 ? best : cursor;
+    placed.push_back(i);
+  }
+  return offsets;
+}
+
+TEST(MemoryPlanTest, MatchesBestFitFoundPairByPair) {
+  Random rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<BufferRequest> requests;
+    const int n = 1 + static_cast<int>(rng.uniform(0, 60));
+    for (int i = 0; i < n; ++i) {
+      const int first = static_cast<int>(rng.uniform(0, 40));
+      // Few distinct sizes: many ties in size and in offset.
+      requests.push_back({64 * static_cast<int64_t>(rng.uniform(0, 4)), first,
+                          first + static_cast<int>(rng.uniform(0, trial % 2 == 0 ? 3 : 30))});
+    }
+    const MemoryPlan plan = plan_memory(requests);
+    EXPECT_EQ(plan.offsets, best_fit_by_pairs(requests)) << "trial " << trial;
+  }
+}
+
+TEST(MemoryPlanTest, ValidityAgreesWithThePairwiseDefinition) {
+  Random rng(11);
+  int invalid = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<BufferRequest> requests;
+    MemoryPlan plan;
+    const int n = 1 + static_cast<int>(rng.uniform(0, 12));
+    for (int i = 0; i < n; ++i) {
+      const int first = static_cast<int>(rng.uniform(0, 10));
+      requests.push_back({static_cast<int64_t>(rng.uniform(0, 4)) * 32, first, first + static_cast<int>(rng.uniform(0, 4))});
+      plan.offsets.push_back(static_cast<int64_t>(rng.uniform(0, 8)) * 32);  // random: often invalid
+    }
+    plan.arena_bytes = 512;
+    const bool pairwise_valid = !has_overlap_by_pairs(requests, plan.offsets);
+    invalid += !pairwise_valid;
+    EXPECT_EQ(memory_plan_is_valid(requests, plan), pairwise_valid) << "trial " << trial;
+  }
+  EXPECT_GT(invalid, 50);  // both answers were exercised
+  EXPECT_LT(invalid, 450);
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ Graph make_chain(int64_t nodes) {
   Graph g;
   opfuse::Value* v = g.add_input("x", opfuse::DType::kF32, opfuse::make_shape({1, 64}));
   for (int64_t i = 0; i < nodes; ++i) {
-    auto node = g.add_node(i % 2 == 0 ? "Relu" : "Sigmoid", {v}, {"v" + std::to_string(i)}, {},
-                           "n" + std::to_string(i));
+    auto node = g.add_node(i % 2 == 0 ? "Relu" : "Sigmoid", {v}, {opfuse::str_cat("v", i)}, {},
+                           opfuse::str_cat("n", i));
     if (!node.is_ok()) {
       std::fprintf(stderr, "%s\n", node.status().message().c_str());
       std::exit(1);
