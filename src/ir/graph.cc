@@ -45,7 +45,9 @@ Value* Graph::add_value(const std::string& name, DType dtype, std::optional<Shap
   value->shape = std::move(shape);
   Value* raw = value.get();
   value_by_name_[raw->name_] = raw;
+  raw->position_ = values_.size();
   values_.push_back(std::move(value));
+  suspect(raw);  // dead until something uses it
   return raw;
 }
 
@@ -114,6 +116,7 @@ void Graph::set_input(Node* node, size_t index, Value* value) {
                                 return u.node == node && u.input_index == static_cast<int>(index);
                               }),
                uses.end());
+    suspect(old);
   }
   node->inputs_[index] = value;
   if (value) value->uses_.push_back(Use{node, static_cast<int>(index)});
@@ -129,6 +132,7 @@ void Graph::replace_all_uses(Value* from, Value* to) {
     }
     from->is_graph_output_ = false;
     to->is_graph_output_ = true;
+    suspect(from);
   }
 }
 
@@ -140,7 +144,10 @@ Status Graph::remove_node(Node* node) {
     }
   }
   for (size_t i = 0; i < node->inputs_.size(); ++i) set_input(node, i, nullptr);
-  for (Value* out : node->outputs_) out->producer_ = nullptr;
+  for (Value* out : node->outputs_) {
+    out->producer_ = nullptr;
+    suspect(out);
+  }
   node_by_name_.erase(node->name_);
   nodes_[node->position_].reset();
   if (++removed_ * 2 > nodes_.size()) compact_nodes();
@@ -153,18 +160,28 @@ void Graph::compact_nodes() {
   removed_ = 0;
 }
 
+void Graph::suspect(Value* value) {
+  if (value->maybe_dead_) return;
+  value->maybe_dead_ = true;
+  maybe_dead_.push_back(value);
+}
+
 void Graph::remove_dead_values() {
-  std::vector<std::unique_ptr<Value>> kept;
-  for (auto& v : values_) {
+  for (Value* v : maybe_dead_) {  // each at most once (maybe_dead_ flag), so none is freed twice
+    v->maybe_dead_ = false;
     const bool dead = v->producer_ == nullptr && v->uses_.empty() && !v->is_graph_input_ &&
                       !v->is_graph_output_;
-    if (dead) {
-      value_by_name_.erase(v->name_);
-    } else {
-      kept.push_back(std::move(v));
-    }
+    if (!dead) continue;
+    value_by_name_.erase(v->name_);
+    values_[v->position_].reset();
+    ++removed_values_;
   }
-  values_ = std::move(kept);
+  maybe_dead_.clear();
+  if (removed_values_ * 2 > values_.size()) {
+    std::erase(values_, nullptr);
+    for (size_t i = 0; i < values_.size(); ++i) values_[i]->position_ = i;
+    removed_values_ = 0;
+  }
 }
 
 std::vector<Node*> Graph::nodes() const {
@@ -178,8 +195,10 @@ std::vector<Node*> Graph::nodes() const {
 
 std::vector<Value*> Graph::values() const {
   std::vector<Value*> out;
-  out.reserve(values_.size());
-  for (const auto& v : values_) out.push_back(v.get());
+  out.reserve(values_.size() - removed_values_);
+  for (const auto& v : values_) {
+    if (v) out.push_back(v.get());
+  }
   return out;
 }
 
@@ -240,6 +259,7 @@ Graph Graph::clone() const {
   copy.name_counter_ = name_counter_;
   std::unordered_map<const Value*, Value*> value_map;
   for (const auto& v : values_) {
+    if (!v) continue;
     auto nv = std::make_unique<Value>();
     nv->name_ = v->name_;
     nv->dtype = v->dtype;
@@ -249,6 +269,8 @@ Graph Graph::clone() const {
     nv->is_graph_output_ = v->is_graph_output_;
     value_map[v.get()] = nv.get();
     copy.value_by_name_[nv->name_] = nv.get();
+    nv->position_ = copy.values_.size();
+    copy.suspect(nv.get());  // the copy's next remove_dead_values looks at every value once
     copy.values_.push_back(std::move(nv));
   }
   for (const auto& n : nodes_) {

@@ -50,6 +50,8 @@ class Value {
   int producer_output_ = -1;
   std::vector<Use> uses_;
   std::optional<Tensor> constant_;
+  size_t position_ = 0;      // index in the graph's value list
+  bool maybe_dead_ = false;  // queued for the next remove_dead_values
   bool is_graph_input_ = false;
   bool is_graph_output_ = false;
 };
@@ -115,6 +117,8 @@ class Graph {
   // Removes a node; its outputs must have no uses and not be graph outputs.
   Status remove_node(Node* node);
   // Removes values with no producer, no uses, not inputs/outputs (dead constants and leftovers).
+  // It looks only at values created or touched (a use, producer or output role lost) since the
+  // last call, so passes may call it after every rewrite.
   void remove_dead_values();
 
   const std::vector<Value*>& inputs() const { return inputs_; }
@@ -141,7 +145,12 @@ class Graph {
   // are null, or on sorting), so removing a node costs O(1) amortised, not a search and a shift.
   std::vector<std::unique_ptr<Node>> nodes_;
   size_t removed_ = 0;
+  // Values, with null slots for removed ones like nodes_, and those that may have died since
+  // the last remove_dead_values.
   std::vector<std::unique_ptr<Value>> values_;
+  size_t removed_values_ = 0;
+  std::vector<Value*> maybe_dead_;
+  void suspect(Value* value);
   std::unordered_map<std::string, Value*> value_by_name_;
   std::unordered_map<std::string, Node*> node_by_name_;
   std::vector<Value*> inputs_;

@@ -60,4 +60,18 @@ Status infer_shapes(Graph& graph) {
   return Status::ok();
 }
 
+Result<Graph> bind_input_shapes(const Graph& model, const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() != model.inputs().size()) {
+    return Status::internal_error(str_cat("binding ", input_shapes.size(), " shapes to a graph of ",
+                                          model.inputs().size(), " inputs"));
+  }
+  Graph graph = model.clone();
+  for (size_t i = 0; i < input_shapes.size(); ++i) graph.inputs()[i]->shape = input_shapes[i];
+  for (Value* v : graph.values()) {
+    if (v->producer() != nullptr && !v->is_graph_output()) v->shape.reset();
+  }
+  OPFUSE_TRY(infer_shapes(graph));
+  return graph;
+}
+
 }  // namespace opfuse

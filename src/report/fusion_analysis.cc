@@ -30,9 +30,9 @@ Result<Graph> run_level(const Graph& bound, OptLevel level, const PipelineOption
 
 }  // namespace
 
-Result<Graph> bind_input_shapes(const Graph& model, const std::map<std::string, int64_t>& dims) {
-  Graph graph = model.clone();
-  for (Value* in : graph.inputs()) {
+Result<Graph> bind_input_dims(const Graph& model, const std::map<std::string, int64_t>& dims) {
+  std::vector<Shape> shapes;
+  for (const Value* in : model.inputs()) {
     if (!in->shape) {
       return Status::user_error(str_cat("input '", in->name(), "' has unknown rank; its shape cannot be bound"));
     }
@@ -46,20 +46,14 @@ Result<Graph> bind_input_shapes(const Graph& model, const std::map<std::string, 
         concrete.push_back(1);
       }
     }
-    in->shape = make_shape(concrete);
+    shapes.push_back(make_shape(concrete));
   }
-  // Shapes inferred for the symbolic signature are recomputed for the concrete one (as graph
-  // mode does when it compiles per shape).
-  for (Value* v : graph.values()) {
-    if (v->producer() != nullptr && !v->is_graph_output()) v->shape.reset();
-  }
-  OPFUSE_TRY(infer_shapes(graph));
-  return graph;
+  return bind_input_shapes(model, shapes);
 }
 
 Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const PipelineOptions& pipeline,
                                       const std::map<std::string, int64_t>& dims) {
-  OPFUSE_ASSIGN_OR_RETURN(Graph bound, bind_input_shapes(model, dims));
+  OPFUSE_ASSIGN_OR_RETURN(Graph bound, bind_input_dims(model, dims));
   FusionAnalysis analysis;
   analysis.level = level;
   analysis.config = pipeline.fusion;

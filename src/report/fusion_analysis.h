@@ -22,8 +22,9 @@ struct FusionAnalysis {
   PassContext context;  // the level's decisions and rule counters
 };
 
-// The model with every input's shape made static: symbolic dims from `dims` (default 1).
-Result<Graph> bind_input_shapes(const Graph& model, const std::map<std::string, int64_t>& dims);
+// The model with every input's shape made static: symbolic dims from `dims` (default 1), bound
+// as Session binds a run's shapes (ops/infer_shapes.h: bind_input_shapes).
+Result<Graph> bind_input_dims(const Graph& model, const std::map<std::string, int64_t>& dims);
 
 // Runs O0 and the level (with `pipeline`, whose fusion config applies) on the bound model.
 Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const PipelineOptions& pipeline,

@@ -75,18 +75,7 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
 
 Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
                                                                  bool inputs_finite) const {
-  Graph graph = graph_->clone();
-  for (size_t i = 0; i < graph.inputs().size(); ++i) graph.inputs()[i]->shape = input_shapes[i];
-  // Values inferred for the symbolic signature are recomputed for these concrete shapes.
-  for (Value* v : graph.values()) {
-    if (v->producer() != nullptr) v->shape.reset();
-  }
-  for (Value* out : graph.outputs()) {
-    for (size_t i = 0; i < outputs_.size(); ++i) {
-      if (outputs_[i].name == out->name()) out->shape = outputs_[i].shape;
-    }
-  }
-  OPFUSE_TRY(infer_shapes(graph));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, bind_input_shapes(*graph_, input_shapes));
   PassContext context;
   PipelineOptions pipeline = options_.pipeline;
   supply_layout_timer(pipeline);  // per compile: a measuring timer is not shared between threads

@@ -73,27 +73,24 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view defa
   add_limit_flags(cmd, flags.limits);
 }
 
-Result<OptLevel> effective_level(const SessionFlags& flags) {
-  const bool given = flags.level_option != nullptr && flags.level_option->count() > 0;
-  if (!given && !flags.fusion_config.empty()) {
-    OPFUSE_ASSIGN_OR_RETURN(FusionConfigFile file, load_fusion_config_file(flags.fusion_config));
-    if (file.level) {
-      auto level = parse_opt_level(*file.level);
-      if (!level.is_ok()) {
-        return Status::user_error(str_cat("fusion config '", flags.fusion_config, "': ",
-                                          level.status().message()));
-      }
-      return *level;
-    }
-  }
-  return parse_opt_level(flags.level);
-}
-
-Result<FusionConfig> fusion_config(const SessionFlags& flags) {
+Result<FusionSettings> fusion_settings(const SessionFlags& flags) {
   FusionConfig config;
+  std::optional<std::string> file_level;
   if (!flags.fusion_config.empty()) {
     OPFUSE_ASSIGN_OR_RETURN(FusionConfigFile file, load_fusion_config_file(flags.fusion_config));
     config = std::move(file.fusion);
+    file_level = std::move(file.level);
+  }
+  OptLevel level;
+  const bool level_given = flags.level_option != nullptr && flags.level_option->count() > 0;
+  if (!level_given && file_level) {
+    auto parsed = parse_opt_level(*file_level);
+    if (!parsed.is_ok()) {
+      return Status::user_error(str_cat("fusion config '", flags.fusion_config, "': ", parsed.status().message()));
+    }
+    level = *parsed;
+  } else {
+    OPFUSE_ASSIGN_OR_RETURN(level, parse_opt_level(flags.level));
   }
   config.disabled_rules.insert(flags.disable.begin(), flags.disable.end());
   config.enabled_rules.insert(flags.enable_only.begin(), flags.enable_only.end());
@@ -125,8 +122,10 @@ Result<FusionConfig> fusion_config(const SessionFlags& flags) {
     OPFUSE_ASSIGN_OR_RETURN(TuningRecord record, load_tuning_record(flags.tuning));
     config.tuning = std::make_shared<const TuningRecord>(std::move(record));
   }
+  // Here as well as in run_pipeline: eager runs never reach the pipeline, and a bad rule name
+  // should not be silently ignored there.
   OPFUSE_TRY(validate_fusion_config(config));
-  return config;
+  return FusionSettings{level, std::move(config)};
 }
 
 Result<std::map<std::string, int64_t>> parse_dims(const std::vector<std::string>& dims) {
@@ -152,8 +151,9 @@ Status check_can_write_output(const std::string& path, bool force) { return chec
 Result<SessionOptions> session_options(const SessionFlags& flags) {
   SessionOptions options;
   OPFUSE_ASSIGN_OR_RETURN(options.mode, parse_execution_mode(flags.mode));
-  OPFUSE_ASSIGN_OR_RETURN(options.level, effective_level(flags));
-  OPFUSE_ASSIGN_OR_RETURN(options.pipeline.fusion, fusion_config(flags));
+  OPFUSE_ASSIGN_OR_RETURN(FusionSettings fusion, fusion_settings(flags));
+  options.level = fusion.level;
+  options.pipeline.fusion = std::move(fusion.config);
   if (flags.threads < 0) return Status::user_error("--threads must be 0 or more");
   options.threads = flags.threads;
   if (flags.print_after_all) options.pipeline.print_after_all = &std::cerr;
@@ -249,7 +249,11 @@ Status apply_target_flag(const std::string& target) {
 
 Result<Session> open_session(const std::string& model, const SessionFlags& flags) {
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
+  return open_session(model, options, flags.limits);
+}
+
+Result<Session> open_session(const std::string& model, const SessionOptions& options, const LimitFlags& limits) {
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, limits));
   return Session::create(std::move(graph), options);
 }
 

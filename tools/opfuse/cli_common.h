@@ -43,9 +43,13 @@ struct SessionFlags {
 };
 void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view default_level = "O1");
 Result<SessionOptions> session_options(const SessionFlags& flags);
-// Just the fusion part, and the level it implies (--level, else the config file's, else the default).
-Result<FusionConfig> fusion_config(const SessionFlags& flags);
-Result<OptLevel> effective_level(const SessionFlags& flags);
+// The level (--level, else the fusion config file's, else the command's default) and the fusion
+// config (the file's, then the flags over it, validated), the file read once.
+struct FusionSettings {
+  OptLevel level;
+  FusionConfig config;
+};
+Result<FusionSettings> fusion_settings(const SessionFlags& flags);
 
 // --input NAME=FILE.npy, --random, --seed, --dim SYMBOL=N: where a command's inputs come from.
 struct InputFlags {
@@ -83,5 +87,6 @@ Status apply_target_flag(const std::string& target);
 
 // Loads an ONNX model and creates a session for it.
 Result<Session> open_session(const std::string& model, const SessionFlags& flags);
+Result<Session> open_session(const std::string& model, const SessionOptions& options, const LimitFlags& limits);
 
 }  // namespace opfuse::cli

@@ -32,8 +32,9 @@ Status profile(const ProfileArgs& args) {
   options.runs = args.runs;
   options.warmup = args.warmup;
   OPFUSE_ASSIGN_OR_RETURN(options.small_op_bytes, parse_byte_size(args.small_bytes));
-  OPFUSE_ASSIGN_OR_RETURN(OptLevel level, effective_level(args.session));
-  std::vector<std::pair<std::string, SessionFlags>> runs;
+  OPFUSE_ASSIGN_OR_RETURN(SessionOptions main, session_options(args.session));
+  const OptLevel level = main.level;
+  std::vector<std::pair<std::string, SessionOptions>> runs;
   if (!args.baseline.empty() && args.baseline != "none") {
     OPFUSE_ASSIGN_OR_RETURN(OptLevel base, parse_opt_level(args.baseline));
     if (base != level) {
@@ -42,13 +43,14 @@ Status profile(const ProfileArgs& args) {
       flags.level_option = nullptr;
       flags.fusion_config.clear();  // the baseline is the plain level
       flags.disable.clear(), flags.enable_only.clear(), flags.disable_op.clear(), flags.exclude.clear();
-      runs.emplace_back(args.baseline, flags);
+      OPFUSE_ASSIGN_OR_RETURN(SessionOptions baseline, session_options(flags));
+      runs.emplace_back(args.baseline, std::move(baseline));
     }
   }
-  runs.emplace_back(std::string(opt_level_name(level)), args.session);
+  runs.emplace_back(std::string(opt_level_name(level)), std::move(main));
   std::vector<Profile> profiles;
-  for (const auto& [label, flags] : runs) {
-    OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(args.model, flags));
+  for (const auto& [label, session_options] : runs) {
+    OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(args.model, session_options, args.session.limits));
     OPFUSE_ASSIGN_OR_RETURN(TensorMap inputs, gather_inputs(session, args.inputs));
     OPFUSE_ASSIGN_OR_RETURN(auto plan, session.plan_for(inputs));
     OPFUSE_ASSIGN_OR_RETURN(Profile p, profile_plan(*plan, inputs, options, label));
