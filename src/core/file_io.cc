@@ -40,7 +40,7 @@ Status write_file_atomically(const std::string& path, std::string_view bytes, bo
   OPFUSE_TRY(check_can_write(path, overwrite));
   fs::path target(path);
   fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  std::string tmpl = (dir / str_cat(".", target.filename().string(), ".tmp.XXXXXX")).string();
   int fd = mkstemp(tmpl.data());
   if (fd < 0) {
     return Status::user_error(str_cat("cannot write '", path, "': ", std::strerror(errno)));

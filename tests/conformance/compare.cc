@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 namespace opfuse::conformance {
 namespace {
@@ -15,13 +14,6 @@ std::string index_string(int64_t flat, const std::vector<int64_t>& dims) {
     flat = dims[d] == 0 ? 0 : flat / dims[d];
   }
   return dims_to_string(idx);
-}
-
-// Enough digits that two different floats never print the same.
-std::string precise(double v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
 }
 
 }  // namespace
