@@ -9,24 +9,11 @@
 #include <set>
 
 #include "codegen/index_map.h"
+#include "ops/elementwise_common.h"
 #include "ops/slice_bounds.h"
 
 namespace opfuse::codegen {
 namespace {
-
-bool is_expensive(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::kExp: case ScalarOp::kErf: case ScalarOp::kTanh: case ScalarOp::kLog:
-    case ScalarOp::kSigmoid: case ScalarOp::kPow: case ScalarOp::kSin: case ScalarOp::kCos:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_view_reshape(const std::string& op) {
-  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
-}
 
 class Lowerer {
  public:
@@ -201,7 +188,9 @@ class Lowerer {
     OPFUSE_ASSIGN_OR_RETURN(auto in_dims, dims_of(x));
     IndexChain next = chain;
     Transform t{Transform::Kind::kReshape, in_dims, out_dims, {}, {}, 0};
-    if (is_view_reshape(op)) {
+    // A view (Reshape, Squeeze, Flatten, Identity ...) reads its input's elements in order;
+    // Dropout's mask output is not one.
+    if (def.traits.output_is_view && v->producer_output() == 0) {
       if (in_dims != out_dims) next.push_back(t);
       return emit(x, next);
     }
@@ -268,7 +257,7 @@ class Lowerer {
           }
           *dst[k] = ids[operands[k]];
         }
-        expensive |= is_expensive(s.op);
+        expensive |= ew::is_transcendental(s.op);
       }
       ids[i] = push(p);
     }

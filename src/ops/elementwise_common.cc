@@ -16,6 +16,8 @@ std::string_view class_name(TypeClass cls) {
   return "?";
 }
 
+}  // namespace
+
 bool is_transcendental(ScalarOp op) {
   switch (op) {
     case ScalarOp::kExp: case ScalarOp::kLog: case ScalarOp::kTanh: case ScalarOp::kErf:
@@ -25,8 +27,6 @@ bool is_transcendental(ScalarOp op) {
       return false;
   }
 }
-
-}  // namespace
 
 bool dtype_in_class(DType t, TypeClass cls) {
   switch (cls) {

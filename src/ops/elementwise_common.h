@@ -24,6 +24,10 @@ enum class OutType { kSame, kBool };
 
 bool dtype_in_class(DType t, TypeClass cls);
 
+// exp, log, tanh, erf, sigmoid, pow, sin, cos: several times an add's cost (vector code evaluates
+// them by polynomials): what op cost estimates and region fusion's recompute bound count.
+bool is_transcendental(ScalarOp op);
+
 // Required inputs present, no more than max_inputs, variadic inputs not omitted.
 Status check_arity(const InferContext& ctx);
 // The dtype shared by `inputs` (indices), each checked against `cls`; kUndefined when none is

@@ -1,5 +1,5 @@
 // ONNX Slice's clamping rules for one axis, shared by shape inference (ops/tensor_index.cc) and
-// the Highway slice kernel (kernels/cpu/hwy_layout.cc).
+// the Highway slice kernel (kernels/cpu/hwy_movers.cc).
 #pragma once
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 //
 // Files, one per concept: hwy_elementwise.cc (every op with a ScalarExpr), hwy_softmax.cc
 // (Softmax, LogSoftmax, LayerNormalization), hwy_reduce.cc (ReduceSum/Mean/Max/Min over a block
-// of axes, and global average pooling), hwy_layout.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
+// of axes, and global average pooling), hwy_movers.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
 // hwy_resize.cc (Resize nearest/linear over H,W of NCHW), hwy_math-inl.h (vector
 // exp/log/tanh/erf with IEEE fix-ups).
 #pragma once

@@ -291,7 +291,7 @@ OpDef layout_op(std::string name, int min_inputs, int max_inputs, InferFn infer,
 
 }  // namespace
 
-std::vector<OpDef> tensor_layout_ops() {
+std::vector<OpDef> tensor_mover_ops() {
   std::vector<OpDef> ops;
   OpDef transpose = layout_op("Transpose", 1, 1, infer_transpose, run_transpose,
                               "permutes the dims (`perm`, default reversed)");
