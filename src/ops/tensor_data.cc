@@ -84,15 +84,7 @@ Result<Tensor> fill_value(const AttrReader& attrs, const Node& node) {
 Status infer_constant_of_shape(InferContext& ctx) {
   OPFUSE_TRY(check_integer_input(ctx, 0, "shape"));
   OPFUSE_ASSIGN_OR_RETURN(Tensor value, fill_value(ctx.attrs(), ctx.node()));
-  std::optional<Shape> out;
-  if (auto dims = constant_ints(ctx, 0)) {
-    for (int64_t d : *dims) {
-      if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(*dims)));
-    }
-    out = make_shape(*dims);
-  } else if (auto len = known_length(ctx, 0)) {
-    out = unknown_shape(*len);
-  }
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, shape_from_input(ctx, 0));
   ctx.set_output(0, value.dtype(), out);
   return Status::ok();
 }
@@ -201,9 +193,8 @@ Status run_range(KernelContext& ctx) {
 
 OpDef data_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
            std::string summary) {
-  OpDef def = tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kOpaque, infer, reference,
-                        std::move(summary));
-  return def;
+  return tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kOpaque, infer, reference,
+                   std::move(summary));
 }
 
 }  // namespace

@@ -38,6 +38,17 @@ std::string ints_to_string(const std::vector<int64_t>& values) {
 
 Shape unknown_shape(size_t rank) { return Shape(rank, Dim::unknown()); }
 
+Result<std::optional<Shape>> shape_from_input(const InferContext& ctx, size_t i) {
+  if (auto dims = constant_ints(ctx, i)) {
+    for (int64_t d : *dims) {
+      if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(*dims)));
+    }
+    return std::optional<Shape>(make_shape(*dims));
+  }
+  if (auto len = known_length(ctx, i)) return std::optional<Shape>(unknown_shape(*len));
+  return std::optional<Shape>();
+}
+
 Result<std::vector<int64_t>> int_input(const KernelContext& ctx, size_t i, const char* what) {
   const Tensor& t = ctx.input(i);
   if (!is_integer(t.dtype())) {
@@ -197,6 +208,12 @@ OpDef tensor_op(std::string name, int min_inputs, int max_inputs, FusionKind kin
   def.reference = reference;
   def.summary = std::move(summary);
   return def;
+}
+
+OpDef injective_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
+                   std::string summary) {
+  return tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
+                   std::move(summary));
 }
 
 }  // namespace opfuse

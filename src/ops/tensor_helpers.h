@@ -22,6 +22,10 @@ std::vector<OpDef> tensor_mover_ops();  // ops/tensor_movers.cc
 // by the caller).
 OpDef tensor_op(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
                 KernelFn reference, std::string summary);
+// The same for an op each of whose output elements is one input element (Transpose, Slice,
+// Gather, the views ...): FusionKind::kInjective, which region fusion reads through index maps.
+OpDef injective_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
+                   std::string summary);
 
 // The values of a constant integer input during inference; nullopt when it is not a known
 // constant (or not an integer tensor, which the input's dtype check reports).
@@ -34,6 +38,10 @@ std::optional<int64_t> known_length(const InferContext& ctx, size_t i);
 std::string ints_to_string(const std::vector<int64_t>& values);
 // A shape of `rank` unknown dims.
 Shape unknown_shape(size_t rank);
+// The shape a 1-d integer input `i` gives (Expand's and ConstantOfShape's `shape`): its dims
+// when constant (a negative one is an error naming the node), else that many unknown dims when
+// its length is known, else nullopt.
+Result<std::optional<Shape>> shape_from_input(const InferContext& ctx, size_t i);
 
 // Input i as int64 values; a user error naming the node when its dtype is not an integer.
 Result<std::vector<int64_t>> int_input(const KernelContext& ctx, size_t i, const char* what);

@@ -251,25 +251,18 @@ Status run_gather_elements(KernelContext& ctx) {
   return Status::ok();
 }
 
-OpDef index_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
-            std::string summary) {
-  OpDef def = tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
-                        std::move(summary));
-  return def;
-}
-
 }  // namespace
 
 std::vector<OpDef> tensor_index_ops() {
   std::vector<OpDef> ops;
-  ops.push_back(index_op("Slice", 3, 5, infer_slice, run_slice,
-                         "strided sub-tensor from starts/ends/axes/steps inputs"));
-  OpDef gather = index_op("Gather", 2, 2, infer_gather, run_gather,
-                          "picks slices along `axis` by an index tensor");
+  ops.push_back(injective_op("Slice", 3, 5, infer_slice, run_slice,
+                             "strided sub-tensor from starts/ends/axes/steps inputs"));
+  OpDef gather = injective_op("Gather", 2, 2, infer_gather, run_gather,
+                              "picks slices along `axis` by an index tensor");
   gather.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{0})}};
   ops.push_back(std::move(gather));
-  OpDef gather_elements = index_op("GatherElements", 2, 2, infer_gather_elements, run_gather_elements,
-                                   "picks single elements along `axis` by a same-rank index tensor");
+  OpDef gather_elements = injective_op("GatherElements", 2, 2, infer_gather_elements, run_gather_elements,
+                                       "picks single elements along `axis` by a same-rank index tensor");
   gather_elements.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{0})}};
   ops.push_back(std::move(gather_elements));
   return ops;

@@ -69,15 +69,7 @@ Status run_transpose(KernelContext& ctx) {
 Status infer_expand(InferContext& ctx) {
   OPFUSE_TRY(check_integer_input(ctx, 1, "shape"));
   const auto& in = ctx.input_shape(0);
-  std::optional<Shape> target;
-  if (auto dims = constant_ints(ctx, 1)) {
-    for (int64_t d : *dims) {
-      if (d < 0) return ctx.error(str_cat("negative dim in shape ", ints_to_string(*dims)));
-    }
-    target = make_shape(*dims);
-  } else if (auto len = known_length(ctx, 1)) {
-    target = unknown_shape(*len);
-  }
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> target, shape_from_input(ctx, 1));
   std::optional<Shape> out;
   if (in && target) {
     OPFUSE_ASSIGN_OR_RETURN(out, broadcast_shapes({*in, *target}, ctx.node().describe()));
@@ -282,27 +274,20 @@ Status run_pad(KernelContext& ctx) {
   return Status::ok();
 }
 
-OpDef layout_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
-             std::string summary) {
-  OpDef def = tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
-                        std::move(summary));
-  return def;
-}
-
 }  // namespace
 
 std::vector<OpDef> tensor_mover_ops() {
   std::vector<OpDef> ops;
-  OpDef transpose = layout_op("Transpose", 1, 1, infer_transpose, run_transpose,
-                              "permutes the dims (`perm`, default reversed)");
+  OpDef transpose = injective_op("Transpose", 1, 1, infer_transpose, run_transpose,
+                                 "permutes the dims (`perm`, default reversed)");
   transpose.attrs = {{"perm", AttrType::kInts, std::nullopt}};
   ops.push_back(std::move(transpose));
-  ops.push_back(layout_op("Expand", 2, 2, infer_expand, run_expand,
-                          "broadcasts the input against the `shape` input"));
-  ops.push_back(layout_op("Tile", 2, 2, infer_tile, run_tile,
-                          "repeats the input `repeats[i]` times along each dim"));
-  OpDef pad = layout_op("Pad", 2, 3, infer_pad, run_pad,
-                        "pads (or crops, with negative pads) by constant, reflect or edge");
+  ops.push_back(injective_op("Expand", 2, 2, infer_expand, run_expand,
+                             "broadcasts the input against the `shape` input"));
+  ops.push_back(injective_op("Tile", 2, 2, infer_tile, run_tile,
+                             "repeats the input `repeats[i]` times along each dim"));
+  OpDef pad = injective_op("Pad", 2, 3, infer_pad, run_pad,
+                           "pads (or crops, with negative pads) by constant, reflect or edge");
   pad.attrs = {{"mode", AttrType::kString, AttrValue(std::string("constant"))}};
   ops.push_back(std::move(pad));
   return ops;

@@ -372,8 +372,7 @@ Status run_size(KernelContext& ctx) {
 
 OpDef view_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
            std::string summary) {
-  OpDef def = tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
-                        std::move(summary));
+  OpDef def = injective_op(std::move(name), min_inputs, max_inputs, infer, reference, std::move(summary));
   def.traits.output_is_view = true;
   return def;
 }

@@ -10,6 +10,20 @@
 namespace opfuse {
 namespace {
 
+// 1..max_count requests, each first written at a step in [0, max_first), alive for [0, max_span)
+// more steps, of `bytes(rng)` bytes.
+template <class Bytes>
+std::vector<BufferRequest> random_requests(Random& rng, int max_count, int max_first, int max_span, Bytes bytes) {
+  std::vector<BufferRequest> requests;
+  const int n = 1 + static_cast<int>(rng.uniform(0, max_count));
+  for (int i = 0; i < n; ++i) {
+    const int first = static_cast<int>(rng.uniform(0, max_first));
+    const int64_t size = bytes(rng);
+    requests.push_back({size, first, first + static_cast<int>(rng.uniform(0, max_span))});
+  }
+  return requests;
+}
+
 TEST(MemoryPlanTest, BuffersAliveTogetherNeverOverlap) {
   // A chain a -> b -> c where a dies when c is written: c reuses a's memory.
   std::vector<BufferRequest> requests = {{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}};
@@ -38,13 +52,8 @@ TEST(MemoryPlanTest, BestFitPicksTheSmallestGapThatFits) {
 TEST(MemoryPlanTest, RandomLifetimesAreAlwaysValidAndNoWorseThanTheSum) {
   Random rng(3);
   for (int trial = 0; trial < 200; ++trial) {
-    std::vector<BufferRequest> requests;
-    const int n = 1 + static_cast<int>(rng.uniform(0, 40));
-    for (int i = 0; i < n; ++i) {
-      const int first = static_cast<int>(rng.uniform(0, 30));
-      requests.push_back({static_cast<int64_t>(rng.uniform(0, 5000)), first,
-                          first + static_cast<int>(rng.uniform(0, 10))});
-    }
+    const std::vector<BufferRequest> requests =
+        random_requests(rng, 40, 30, 10, [](Random& r) { return static_cast<int64_t>(r.uniform(0, 5000)); });
     MemoryPlan plan = plan_memory(requests);
     ASSERT_TRUE(memory_plan_is_valid(requests, plan)) << "trial " << trial;
     int64_t padded_sum = 0;
@@ -102,14 +111,9 @@ std::vector<int64_t> best_fit_by_pairs(const std::vector<BufferRequest>& request
 TEST(MemoryPlanTest, MatchesBestFitFoundPairByPair) {
   Random rng(7);
   for (int trial = 0; trial < 300; ++trial) {
-    std::vector<BufferRequest> requests;
-    const int n = 1 + static_cast<int>(rng.uniform(0, 60));
-    for (int i = 0; i < n; ++i) {
-      const int first = static_cast<int>(rng.uniform(0, 40));
-      // Few distinct sizes: many ties in size and in offset.
-      requests.push_back({64 * static_cast<int64_t>(rng.uniform(0, 4)), first,
-                          first + static_cast<int>(rng.uniform(0, trial % 2 == 0 ? 3 : 30))});
-    }
+    // Few distinct sizes: many ties in size and in offset; short and long lifetimes.
+    const std::vector<BufferRequest> requests = random_requests(
+        rng, 60, 40, trial % 2 == 0 ? 3 : 30, [](Random& r) { return 64 * static_cast<int64_t>(r.uniform(0, 4)); });
     const MemoryPlan plan = plan_memory(requests);
     EXPECT_EQ(plan.offsets, best_fit_by_pairs(requests)) << "trial " << trial;
   }
@@ -119,13 +123,11 @@ TEST(MemoryPlanTest, ValidityAgreesWithThePairwiseDefinition) {
   Random rng(11);
   int invalid = 0;
   for (int trial = 0; trial < 500; ++trial) {
-    std::vector<BufferRequest> requests;
+    const std::vector<BufferRequest> requests =
+        random_requests(rng, 12, 10, 4, [](Random& r) { return 32 * static_cast<int64_t>(r.uniform(0, 4)); });
     MemoryPlan plan;
-    const int n = 1 + static_cast<int>(rng.uniform(0, 12));
-    for (int i = 0; i < n; ++i) {
-      const int first = static_cast<int>(rng.uniform(0, 10));
-      requests.push_back({static_cast<int64_t>(rng.uniform(0, 4)) * 32, first, first + static_cast<int>(rng.uniform(0, 4))});
-      plan.offsets.push_back(static_cast<int64_t>(rng.uniform(0, 8)) * 32);  // random: often invalid
+    for (size_t i = 0; i < requests.size(); ++i) {
+      plan.offsets.push_back(32 * static_cast<int64_t>(rng.uniform(0, 8)));  // random: often invalid
     }
     plan.arena_bytes = 512;
     const bool pairwise_valid = !has_overlap_by_pairs(requests, plan.offsets);
