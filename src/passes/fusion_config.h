@@ -40,6 +40,9 @@ struct FusionConfig {
   // Choices measured by `opfuse tune` for this model and target (passes/tuning_record.h): the
   // layout pass replays its timings; kernel selection takes its kernels.
   std::shared_ptr<const TuningRecord> tuning;
+  // Where the settings came from ("fusion config 'f.json'"), named by validation errors; empty
+  // for settings made in code.
+  std::string source;
 
   bool rule_enabled(std::string_view rule) const;
   // Whether `node` may be part of any fusion (its op type is not disabled and its name matches

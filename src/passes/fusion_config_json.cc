@@ -5,7 +5,6 @@
 
 #include "core/file_io.h"
 
-#include "passes/fusion_rules.h"
 
 namespace opfuse {
 namespace {
@@ -104,9 +103,9 @@ Result<FusionConfigFile> parse_fusion_config_json(std::string_view text, const s
       }
     }
   }
-  if (Status s = validate_fusion_config(f); !s.is_ok()) {
-    return Status::user_error(str_cat(source, ": ", s.message()));
-  }
+  // Validated where it is used (run_pipeline, or Session::create in eager mode), after the
+  // command line has added its switches; errors name this source.
+  f.source = source;
   return out;
 }
 

@@ -78,7 +78,9 @@ std::string known_fusion_rule_list() {
   return out;
 }
 
-Status validate_fusion_config(const FusionConfig& config) {
+namespace {
+
+Status validate_fields(const FusionConfig& config) {
   for (const auto* rules : {&config.disabled_rules, &config.enabled_rules}) {
     for (const std::string& name : *rules) {
       if (!is_known_fusion_rule(name)) {
@@ -113,6 +115,14 @@ Status validate_fusion_config(const FusionConfig& config) {
     return Status::user_error("the region table budget must be 0 (the default, 64 MiB) or a positive size");
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status validate_fusion_config(const FusionConfig& config) {
+  Status s = validate_fields(config);
+  if (s.is_ok() || config.source.empty()) return s;
+  return Status::user_error(str_cat(config.source, ": ", s.message()));
 }
 
 }  // namespace opfuse

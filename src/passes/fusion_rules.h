@@ -42,7 +42,9 @@ bool is_known_fusion_rule(std::string_view name);
 std::string known_fusion_rule_list();
 
 // Unknown rule names (disabled or enabled) and unknown op types are user errors listing the
-// valid ones; out-of-range numbers too.
+// valid ones; out-of-range numbers too; prefixed by config.source when set. The one check of a
+// configuration: run_pipeline makes it, and Session::create in eager mode (which runs no
+// pipeline, but a bad rule name must not be silently ignored there).
 Status validate_fusion_config(const FusionConfig& config);
 
 }  // namespace opfuse

@@ -6,6 +6,7 @@
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
 #include "ops/infer_shapes.h"
+#include "passes/fusion_rules.h"
 #include "passes/tuning_record.h"
 #include "pipelines/pipeline.h"
 #include "runtime/measuring_layout_timer.h"
@@ -43,6 +44,9 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
   if (const auto& tuning = options.pipeline.fusion.tuning) {
     OPFUSE_TRY(check_tuning_record(*tuning, graph, active_target()));
   }
+  // Graph mode's run_pipeline checks the fusion settings; eager mode runs no pipeline, but a
+  // bad rule name must not be silently ignored there either.
+  if (options.mode == ExecutionMode::kEager) OPFUSE_TRY(validate_fusion_config(options.pipeline.fusion));
   OPFUSE_TRY(graph.topological_sort());
   OPFUSE_TRY(verify_graph(graph));
   Session session;

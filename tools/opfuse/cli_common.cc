@@ -11,7 +11,6 @@
 #include "frontend/onnx/importer.h"
 #include "kernels/target_caps.h"
 #include "passes/fusion_config_json.h"
-#include "passes/fusion_rules.h"
 #include "pipelines/pipeline.h"
 #include "plugin/plugin_loader.h"
 
@@ -122,9 +121,7 @@ Result<FusionSettings> fusion_settings(const SessionFlags& flags) {
     OPFUSE_ASSIGN_OR_RETURN(TuningRecord record, load_tuning_record(flags.tuning));
     config.tuning = std::make_shared<const TuningRecord>(std::move(record));
   }
-  // Here as well as in run_pipeline: eager runs never reach the pipeline, and a bad rule name
-  // should not be silently ignored there.
-  OPFUSE_TRY(validate_fusion_config(config));
+  // Validated once, where it is used (run_pipeline; Session::create in eager mode).
   return FusionSettings{level, std::move(config)};
 }
 
