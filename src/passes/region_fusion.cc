@@ -239,6 +239,9 @@ class RegionFuser {
     group_.resize(count);
     for (size_t i = 0; i < count; ++i) group_[i] = {static_cast<int>(i)};
     seen_.assign(count, 0);
+    std::map<std::vector<int64_t>, int> shape_ids;
+    plain_shape_.resize(count);
+    for (size_t i = 0; i < count; ++i) plain_shape_[i] = plain_elementwise_shape(*nodes_[i], shape_ids);
     kinds_.resize(count);
     for (size_t i = 0; i < count; ++i) {
       kinds_[i] = classify(*nodes_[i]);
@@ -375,7 +378,7 @@ class RegionFuser {
                        ctx_.fusion.max_region_nodes);
     } else if (has_cycle(candidate)) {
       reason = "fusing would create a cycle";
-    } else {
+    } else if (!all_plain(candidate)) {
       reason = check_lowering(members);
     }
     if (!reason.empty()) {
@@ -386,6 +389,32 @@ class RegionFuser {
     }
     join(candidate, p);
     return Status::ok();
+  }
+
+  // An id of the node's output shape when it is a plain elementwise op: a scalar expression over
+  // f32 values all of that one static shape, or f32 scalar constants (which become program
+  // constants); else -1. A region of such nodes of one shape lowers with identity index maps
+  // only: it cannot fail, needs no tables and recomputes nothing.
+  static int plain_elementwise_shape(const Node& n, std::map<std::vector<int64_t>, int>& shape_ids) {
+    const OpDef& def = n.def();
+    if (!n.domain().empty() || def.scalar == nullptr || def.reference != nullptr || n.outputs().size() != 1) return -1;
+    const Value* out = n.output(0);
+    const auto dims = out->dtype == DType::kF32 && out->shape ? static_dims(*out->shape) : std::nullopt;
+    if (!dims) return -1;
+    for (const Value* v : n.inputs()) {
+      if (v == nullptr) continue;
+      const Tensor* c = constant_data(v);
+      if (c != nullptr && c->dtype() == DType::kF32 && c->numel() == 1) continue;
+      if (v->dtype != DType::kF32 || !v->shape || static_dims(*v->shape) != dims) return -1;
+    }
+    return shape_ids.emplace(*dims, static_cast<int>(shape_ids.size())).first->second;
+  }
+
+  // Whether every member is plain elementwise over one shape: then check_lowering would pass,
+  // and the trial lowering (the bulk of region fusion's time on long chains) is skipped.
+  bool all_plain(const std::set<int>& candidate) const {
+    const int shape = plain_shape_[*candidate.begin()];
+    return shape >= 0 && std::all_of(candidate.begin(), candidate.end(), [&](int m) { return plain_shape_[m] == shape; });
   }
 
   // Empty when the candidate lowers to a FusedProgram within the duplication and memory bounds.
@@ -468,6 +497,7 @@ class RegionFuser {
   std::vector<std::vector<int>> consumers_;
   std::vector<bool> to_exit_;
   std::vector<FusionKind> kinds_;
+  std::vector<int> plain_shape_;  // plain_elementwise_shape per node
   std::vector<int> parent_, ipdom_, depth_;
   std::vector<std::vector<int>> group_;  // by union-find root: the nodes of its group
   std::vector<char> seen_;                // has_cycle's marks, all 0 between calls
