@@ -3,9 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
