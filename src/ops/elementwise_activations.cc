@@ -206,7 +206,10 @@ void append_activation_ops(std::vector<OpDef>& ops) {
   mish_def.min_opset = 1;
   mish_def.max_opset = 18;
   // Every activation writes a value of its input's dtype and shape, element by element.
-  for (size_t i = first; i < ops.size(); ++i) ops[i].traits.inplace = true;
+  for (size_t i = first; i < ops.size(); ++i) {
+    ops[i].traits.inplace = true;
+    ops[i].traits.activation = true;
+  }
 }
 
 }  // namespace opfuse::ew

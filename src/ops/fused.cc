@@ -3,99 +3,145 @@
 // is the oracle the fused oneDNN kernel is tested against.
 #include "ops/fused.h"
 
-#include <cfloat>
-#include <cmath>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "ops/conv_common.h"
 #include "ops/nn_common.h"
 #include "ops/op_list.h"
+#include "ops/reference.h"
+#include "ops/registry.h"
 
 namespace opfuse {
 namespace {
 
-float p0(const float* p) { return p[0]; }
-float p1(const float* p) { return p[1]; }
-float zero(const float*) { return 0.0f; }
-float one(const float*) { return 1.0f; }
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::optional<std::vector<float>> no_params(const Node&) { return std::vector<float>{}; }
-std::optional<std::vector<float>> pattern_only(const Node&) { return std::nullopt; }
-std::optional<std::vector<float>> alpha_param(const Node& node) {
-  return std::vector<float>{AttrReader(node).get_float("alpha")};
+// The pattern post-ops' expressions.
+ScalarExpr sigmoid_mul_expr(const float*) {
+  ScalarBuilder b;
+  Sx y = b.arg(0);
+  return b.finish(y * sigmoid(y));
 }
-// Clip's bounds are optional inputs; they must be f32 scalars fixed at compile time.
-std::optional<std::vector<float>> clip_params(const Node& node) {
-  std::vector<float> out = {-FLT_MAX, FLT_MAX};
-  for (size_t i = 1; i < 3; ++i) {
-    const Value* v = node.input(i);
-    if (v == nullptr) continue;
-    const Tensor* t = v->constant();
-    if (t == nullptr || v->is_graph_input() || t->dtype() != DType::kF32 || t->numel() != 1) {
-      return std::nullopt;
+ScalarExpr linear_expr(const float* p) {
+  ScalarBuilder b;
+  return b.finish(b.arg(0) * static_cast<double>(p[0]) + static_cast<double>(p[1]));
+}
+ScalarExpr add_expr(const float*) {
+  ScalarBuilder b;
+  return b.finish(b.arg(0) + b.arg(1));
+}
+
+PostOpSpec op_post_op(std::string name, std::string onnx_op, std::vector<std::string> param_attrs = {}) {
+  PostOpSpec s;
+  s.name = std::move(name);
+  s.onnx_op = std::move(onnx_op);
+  s.num_params = static_cast<int>(param_attrs.size());
+  s.param_attrs = std::move(param_attrs);
+  return s;
+}
+
+PostOpSpec pattern_post_op(std::string name, int num_params, ScalarExpr (*expr)(const float*)) {
+  PostOpSpec s;
+  s.name = std::move(name);
+  s.num_params = num_params;
+  s.pattern_expr = expr;
+  return s;
+}
+
+// "ThresholdedRelu" -> "thresholded_relu".
+std::string snake_case(std::string_view name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (i > 0) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
     }
-    out[i - 1] = t->data<float>()[0];
   }
   return out;
 }
-std::optional<std::vector<float>> gelu_params(const Node& node) {
-  if (AttrReader(node).get_string("approximate") != "none") return std::nullopt;
-  return std::vector<float>{};
-}
-std::optional<std::vector<float>> gelu_tanh_params(const Node& node) {
-  if (AttrReader(node).get_string("approximate") != "tanh") return std::nullopt;
-  return std::vector<float>{};
-}
-std::optional<std::vector<float>> hardsigmoid_params(const Node& node) {
-  const AttrReader a(node);
-  return std::vector<float>{a.get_float("alpha"), a.get_float("beta")};
+
+std::vector<PostOpSpec> make_post_op_specs() {
+  std::vector<PostOpSpec> specs = {
+      op_post_op("relu", "Relu"),
+      op_post_op("leaky_relu", "LeakyRelu", {"alpha"}),
+      op_post_op("sigmoid", "Sigmoid"),
+      op_post_op("hardswish", "HardSwish"),
+      op_post_op("tanh", "Tanh"),
+      op_post_op("elu", "Elu", {"alpha"}),
+      op_post_op("hardsigmoid", "HardSigmoid", {"alpha", "beta"}),
+      // x * Sigmoid(x): a Sigmoid and a Mul that both read the anchor's output (SiLU / Swish).
+      pattern_post_op("sigmoid_mul", 0, sigmoid_mul_expr),
+      // a * y + b: Mul/Div/Add/Sub by a scalar constant (patterns/epilogue.cc).
+      pattern_post_op("linear", 2, linear_expr),
+      // y + R: the residual is the anchor's input 3 (same shape and dtype as Y).
+      pattern_post_op("add", 0, add_expr),
+  };
+  specs.back().reads_residual = true;
+  // Clip's bounds are its optional inputs 1 and 2; an omitted one clips nothing.
+  PostOpSpec clip = op_post_op("clip", "Clip");
+  clip.param_inputs = {-kInf, kInf};
+  clip.num_params = 2;
+  specs.push_back(std::move(clip));
+  for (const char* approximate : {"none", "tanh"}) {
+    PostOpSpec gelu = op_post_op(approximate == std::string_view("none") ? "gelu_erf" : "gelu_tanh", "Gelu");
+    gelu.required_attr = "approximate";
+    gelu.required_value = approximate;
+    specs.push_back(std::move(gelu));
+  }
+  // Every other single-input activation with float attributes, under its own name.
+  for (const OpDef* def : OpRegistry::global().all()) {
+    if (!def->traits.activation || !def->domain.empty() || def->max_inputs != 1) continue;
+    if (std::any_of(specs.begin(), specs.end(), [&](const PostOpSpec& s) { return s.onnx_op == def->name; })) continue;
+    std::vector<std::string> attrs;
+    bool floats_only = true;
+    for (const AttrSpec& a : def->attrs) {
+      floats_only &= a.type == AttrType::kFloat;
+      attrs.push_back(a.name);
+    }
+    if (floats_only) specs.push_back(op_post_op(snake_case(def->name), def->name, std::move(attrs)));
+  }
+  return specs;
 }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+const std::vector<PostOpSpec>& specs() {
+  static const std::vector<PostOpSpec> table = make_post_op_specs();
+  return table;
+}
 
-// The vocabulary. apply() follows the ONNX definition of the op it absorbs.
-const PostOpSpec kPostOps[] = {
-    {"relu", "Relu", 0, [](float x, const float*) { return x < 0 ? 0.0f : x; },  // NaN stays NaN
-     DnnlPostOp::kEltwiseRelu, zero, zero, no_params},
-    {"leaky_relu", "LeakyRelu", 1, [](float x, const float* p) { return x >= 0 ? x : p[0] * x; },
-     DnnlPostOp::kEltwiseRelu, p0, zero, alpha_param},
-    {"clip", "Clip", 2, [](float x, const float* p) { return std::min(std::max(x, p[0]), p[1]); },
-     DnnlPostOp::kEltwiseClip, p0, p1, clip_params},
-    {"sigmoid", "Sigmoid", 0, [](float x, const float*) { return sigmoid(x); },
-     DnnlPostOp::kEltwiseLogistic, zero, zero, no_params},
-    // x * Sigmoid(x): a Sigmoid and a Mul that both read the anchor's output (SiLU / Swish).
-    {"sigmoid_mul", "", 0, [](float x, const float*) { return x * sigmoid(x); },
-     DnnlPostOp::kEltwiseSwish, one, zero, pattern_only},
-    {"hardswish", "HardSwish", 0,
-     [](float x, const float*) { return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)); },
-     DnnlPostOp::kEltwiseHardswish, zero, zero, no_params},
-    {"tanh", "Tanh", 0, [](float x, const float*) { return std::tanh(x); },
-     DnnlPostOp::kEltwiseTanh, zero, zero, no_params},
-    {"elu", "Elu", 1, [](float x, const float* p) { return x < 0 ? p[0] * (std::exp(x) - 1.0f) : x; },
-     DnnlPostOp::kEltwiseElu, p0, zero, alpha_param},
-    {"gelu_erf", "Gelu", 0,
-     [](float x, const float*) { return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f))); },
-     DnnlPostOp::kEltwiseGeluErf, zero, zero, gelu_params},
-    {"gelu_tanh", "Gelu",
-     0, [](float x, const float*) {
-       const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
-     },
-     DnnlPostOp::kEltwiseGeluTanh, zero, zero, gelu_tanh_params},
-    {"hardsigmoid", "HardSigmoid", 2,
-     [](float x, const float* p) {
-       const float y = p[0] * x + p[1];
-       return y < 0 ? 0.0f : y > 1 ? 1.0f : y;  // NaN stays NaN
-     },
-     DnnlPostOp::kEltwiseHardsigmoid, p0, p1, hardsigmoid_params},
-    // a * y + b: Mul/Div/Add/Sub by a scalar constant (patterns/epilogue.cc).
-    {"linear", "", 2, [](float x, const float* p) { return p[0] * x + p[1]; },
-     DnnlPostOp::kEltwiseLinear, p0, p1, pattern_only},
-    // y + R: the residual is the FusedConv's input 3 (same shape and dtype as Y).
-    {"add", "", 0, nullptr, DnnlPostOp::kBinaryAdd, zero, zero, pattern_only},
-};
+// The op's scalar expression for a node of `spec.onnx_op` bound to `params`: a one-node graph
+// with the params as its attributes and constant inputs, whose input arguments are then
+// replaced by the constants.
+Result<ScalarExpr> derived_expr(const PostOpSpec& spec, const std::vector<float>& params) {
+  Graph g;
+  std::vector<Value*> inputs = {g.add_input("y", DType::kF32, Shape{})};
+  Attributes attrs;
+  size_t p = 0;
+  for (const std::string& a : spec.param_attrs) attrs[a] = AttrValue(params[p++]);
+  for (size_t i = 0; i < spec.param_inputs.size(); ++i) {
+    inputs.push_back(g.add_constant(str_cat("p", i), Tensor::scalar(params[p++])));
+  }
+  if (!spec.required_attr.empty()) attrs[spec.required_attr] = AttrValue(spec.required_value);
+  OPFUSE_ASSIGN_OR_RETURN(Node * node, g.add_node(spec.onnx_op, std::move(inputs), {"out"}, std::move(attrs)));
+  if (node->def().scalar == nullptr) {
+    return Status::internal_error(str_cat("post-op ", spec.name, ": ", spec.onnx_op, " has no scalar expression"));
+  }
+  ScalarExpr e = node->def().scalar(ScalarExprContext{AttrReader(*node), *node});
+  for (ScalarInstr& in : e.code) {
+    if (in.op != ScalarOp::kArg || in.a == 0) continue;
+    in.value = params[spec.param_attrs.size() + in.a - 1];
+    in.op = ScalarOp::kConst;
+    in.a = -1;
+  }
+  return e;
+}
 
 const OpDef& conv_def() {
   static const OpDef def = [] {
@@ -192,7 +238,7 @@ Result<Tensor> scale_input_channels(const Tensor& x, const Tensor& s) {
 Status infer_epilogue(InferContext& ctx) {
   OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(ctx.node()));
   int adds = 0;
-  for (const PostOp& op : epilogue) adds += op.spec->dnnl == DnnlPostOp::kBinaryAdd;
+  for (const PostOp& op : epilogue) adds += op.spec->reads_residual;
   if (adds != (ctx.has_input(3) ? 1 : 0)) {
     return ctx.error("the epilogue must name 'add' exactly once when the residual input 3 is given, "
                      "and not otherwise");
@@ -212,31 +258,79 @@ Status apply_epilogue(KernelContext& ctx) {
   Tensor& y = ctx.outputs()[0];
   if (epilogue.empty()) return Status::ok();
   if (y.dtype() != DType::kF32) return ctx.error("epilogues are implemented for f32 only");
-  float* data = y.data<float>();
-  const int64_t n = y.numel();
-  for (const PostOp& op : epilogue) {
-    if (op.spec->apply == nullptr) {  // add
-      const Tensor* r = ctx.input_or_null(3);
-      if (r == nullptr || r->dtype() != DType::kF32 || r->dims() != y.dims()) {
-        return ctx.error(str_cat("residual must be f32", dims_to_string(y.dims())));
-      }
-      const float* rd = r->data<float>();
-      for (int64_t i = 0; i < n; ++i) data[i] += rd[i];
-      continue;
-    }
-    const float* p = op.params.data();
-    for (int64_t i = 0; i < n; ++i) data[i] = op.spec->apply(data[i], p);
+  OPFUSE_ASSIGN_OR_RETURN(ScalarExpr expr, epilogue_expr(epilogue));
+  const Tensor* r = ctx.input_or_null(3);
+  if (r != nullptr && (r->dtype() != DType::kF32 || r->dims() != y.dims())) {
+    return ctx.error(str_cat("residual must be f32", dims_to_string(y.dims())));
   }
-  return Status::ok();
+  return evaluate_f32_scalar_expr(expr, {&y, r}, y);
 }
 
-std::span<const PostOpSpec> post_op_specs() { return kPostOps; }
+Result<ScalarExpr> post_op_expr(const PostOp& op) {
+  if (static_cast<int>(op.params.size()) != op.spec->num_params) {
+    return Status::internal_error(str_cat("post-op ", op.spec->name, ": ", op.params.size(), " params"));
+  }
+  if (op.spec->pattern_expr != nullptr) return op.spec->pattern_expr(op.params.data());
+  return derived_expr(*op.spec, op.params);
+}
+
+Result<ScalarExpr> epilogue_expr(std::span<const PostOp> epilogue) {
+  ScalarBuilder b;
+  Sx y = b.arg(0);
+  std::optional<Sx> residual;
+  for (const PostOp& op : epilogue) {
+    OPFUSE_ASSIGN_OR_RETURN(ScalarExpr e, post_op_expr(op));
+    // Each instruction of e appended, with y for argument 0 and the residual for argument 1.
+    std::vector<Sx> ids;
+    for (const ScalarInstr& in : e.code) {
+      auto operand = [&](int32_t k) { return ids[static_cast<size_t>(k)]; };
+      if (in.op == ScalarOp::kArg) {
+        if (in.a != 0 && !residual) residual = b.arg(1);
+        ids.push_back(in.a == 0 ? y : *residual);
+      } else if (in.op == ScalarOp::kConst) {
+        ids.push_back(b.constant(in.value));
+      } else if (in.op == ScalarOp::kSelect) {
+        ids.push_back(b.select(operand(in.a), operand(in.b), operand(in.c)));
+      } else if (scalar_op_arity(in.op) == 1) {
+        ids.push_back(b.unary(in.op, operand(in.a)));
+      } else {
+        ids.push_back(b.binary(in.op, operand(in.a), operand(in.b)));
+      }
+    }
+    y = ids.back();
+  }
+  return b.finish(y);
+}
+
+std::span<const PostOpSpec> post_op_specs() { return specs(); }
 
 const PostOpSpec* find_post_op(std::string_view name) {
-  for (const PostOpSpec& s : kPostOps) {
+  for (const PostOpSpec& s : specs()) {
     if (s.name == name) return &s;
   }
   return nullptr;
+}
+
+std::optional<std::vector<float>> post_op_params(const PostOpSpec& spec, const Node& node) {
+  if (spec.onnx_op.empty() || node.op_type() != spec.onnx_op || !node.domain().empty()) return std::nullopt;
+  const AttrReader attrs(node);
+  if (!spec.required_attr.empty() && attrs.get_string(spec.required_attr) != spec.required_value) {
+    return std::nullopt;
+  }
+  std::vector<float> out;
+  for (const std::string& a : spec.param_attrs) out.push_back(attrs.get_float(a));
+  // Constant inputs must be f32 scalars fixed at compile time.
+  for (size_t i = 0; i < spec.param_inputs.size(); ++i) {
+    const Value* v = node.input(i + 1);
+    if (v == nullptr) {
+      out.push_back(spec.param_inputs[i]);
+      continue;
+    }
+    const Tensor* t = v->constant();
+    if (t == nullptr || v->is_graph_input() || t->dtype() != DType::kF32 || t->numel() != 1) return std::nullopt;
+    out.push_back(t->data<float>()[0]);
+  }
+  return out;
 }
 
 std::optional<PostOp> parse_post_op(std::string_view text) {

@@ -5,11 +5,13 @@
 // A post-op is written "name" or "name:p1:p2" (its float parameters, %.9g so they round-trip):
 //   relu | leaky_relu:alpha | clip:min:max | sigmoid | sigmoid_mul (x * sigmoid(x), SiLU) |
 //   hardswish | hardsigmoid:alpha:beta | tanh | elu:alpha | gelu_erf | gelu_tanh |
-//   linear:a:b (a * y + b: scalar Mul/Div/Add/Sub) | add (y += R, the residual: input 3, Y's shape).
+//   linear:a:b (a * y + b: scalar Mul/Div/Add/Sub) | add (y += R, the residual: input 3, Y's shape)
+//   | one per other activation op record: selu:alpha:gamma | celu:alpha | thresholded_relu:alpha
+//   | softplus | softsign | mish.
 // The other anchors with epilogues (ops/fused_matmul.cc: FusedMatMul, FusedGemm) share the
 // vocabulary, the residual-as-input-3 convention and apply_epilogue.
-// The vocabulary is one table (kPostOps below): the fuser, the reference kernel and the oneDNN
-// kernel all read it.
+// The vocabulary is one table (post_op_specs below): the fuser, the reference kernel, the vector
+// epilogue and the oneDNN kernels all read it.
 #pragma once
 
 #include <optional>
@@ -19,37 +21,41 @@
 #include <vector>
 
 #include "ops/op_def.h"
+#include "ops/scalar_expr.h"
 
 namespace opfuse {
 
 constexpr std::string_view kFusedDomain = "opfuse";
 
-// How a post-op maps to oneDNN (kernels/cpu/onednn_conv.cc turns it into a dnnl::algorithm):
-// an eltwise post-op with alpha/beta, or a binary add of the residual input.
-enum class DnnlPostOp {
-  kNone, kEltwiseRelu, kEltwiseClip, kEltwiseLogistic, kEltwiseSwish, kEltwiseHardswish,
-  kEltwiseTanh, kEltwiseElu, kEltwiseGeluErf, kBinaryAdd,
-  kEltwiseGeluTanh, kEltwiseLinear,
-  kEltwiseHardsigmoid,  // oneDNN 2.6 has none: linear(alpha, beta) then clip(0, 1)
-};
-
+// A post-op. Its math is defined once: by the op record it absorbs (the activation's scalar
+// expression, with the post-op's params bound to the op's attributes and constant inputs), or,
+// for the post-ops that stand for a pattern rather than one op, by `pattern_expr`. The
+// reference epilogue, the vector epilogue (kernels/cpu/hwy_epilogue.h) and the patterns derive
+// from it; the oneDNN kernels map post-ops they know by name (kernels/cpu/onednn_post_ops.cc).
 struct PostOpSpec {
-  std::string_view name;     // "clip"
-  std::string_view onnx_op;  // the single ONNX op it absorbs ("Clip"); "" for patterns (add, sigmoid_mul)
-  int num_params;
-  float (*apply)(float x, const float* params);  // null for add (needs the residual)
-  DnnlPostOp dnnl;
-  // oneDNN's alpha/beta from the params (identity mapping unless stated in the table).
-  float (*dnnl_alpha)(const float* params);
-  float (*dnnl_beta)(const float* params);
-  // The params of the ONNX op this absorbs (attributes, constant inputs), or nullopt when that
-  // node cannot become this post-op (non-constant Clip bounds, Gelu's tanh approximation).
-  std::optional<std::vector<float>> (*params_of)(const Node& node);
+  std::string name;     // "clip"
+  std::string onnx_op;  // the op it absorbs ("Clip"); "" for the pattern post-ops
+  int num_params = 0;
+  // The op's float attributes the params are, in order; then, one param each, its constant
+  // scalar inputs 1, 2 ... with the value an omitted one stands for (Clip's bounds: -inf, inf).
+  std::vector<std::string> param_attrs;
+  std::vector<float> param_inputs;
+  // A string attribute the op must have to be this post-op (Gelu's "approximate": "none" is
+  // gelu_erf, "tanh" gelu_tanh); empty when none.
+  std::string required_attr, required_value;
+  // The pattern post-ops' math over y (argument 0) and the residual (argument 1).
+  ScalarExpr (*pattern_expr)(const float* params) = nullptr;
+  bool reads_residual = false;  // "add": y + R, R the anchor's input 3
 };
 
-// Every post-op, in one table.
+// Every post-op: the named ones, then one per single-input activation op record
+// (OpTraits::activation) none of them absorbs, named after the op in snake case
+// ("ThresholdedRelu" -> "thresholded_relu:alpha").
 std::span<const PostOpSpec> post_op_specs();
 const PostOpSpec* find_post_op(std::string_view name);
+// The params of `node` (an `onnx_op` node) as this post-op, or nullopt when it cannot be this
+// post-op (a bound that is not a compile-time f32 scalar, another Gelu approximation).
+std::optional<std::vector<float>> post_op_params(const PostOpSpec& spec, const Node& node);
 
 // One parsed entry of an epilogue list.
 struct PostOp {
@@ -78,6 +84,12 @@ Status infer_input_scale(InferContext& ctx, size_t x_rank, int64_t channels, int
 // X * S per channel (X plain [N, C, ...]; S's first C floats), in a new tensor: the
 // references' first step.
 Result<Tensor> scale_input_channels(const Tensor& x, const Tensor& s);
+
+// A post-op's math: a scalar expression over y (argument 0) and, for "add", the residual
+// (argument 1); an error if the op record it derives from does not give one.
+Result<ScalarExpr> post_op_expr(const PostOp& op);
+// The post-ops of `epilogue` composed in order into one expression over (y, residual).
+Result<ScalarExpr> epilogue_expr(std::span<const PostOp> epilogue);
 
 // Shape inference's part for an anchor with an epilogue (after the anchor's own inference set
 // output 0): the epilogue parses, names "add" exactly once iff the residual input 3 is given,

@@ -42,6 +42,9 @@ struct OpTraits {
   // logarithm, root, power or exponential. Read by the NaN analysis of compiled plans
   // (runtime/non_finite.h) and by the layout pass (padded lanes must stay finite).
   bool finite_preserving = false;
+  // An activation (ops/elementwise_activations.cc): one with a single input and float attributes
+  // only becomes a Conv/MatMul epilogue post-op derived from its scalar expression (ops/fused.cc).
+  bool activation = false;
 };
 
 struct AttrSpec {

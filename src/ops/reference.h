@@ -16,4 +16,8 @@ Result<std::vector<Tensor>> run_reference(const Node& node, std::vector<const Te
 // the broadcast inputs (ops/scalar_eval.cc).
 Status run_scalar_expr_kernel(KernelContext& ctx);
 
+// `expr` over f32 inputs of out's dims (argument i reads inputs[i]), into the f32 tensor `out`,
+// which may be one of the inputs: element by element, in float, as the elementwise reference.
+Status evaluate_f32_scalar_expr(const ScalarExpr& expr, const std::vector<const Tensor*>& inputs, Tensor& out);
+
 }  // namespace opfuse

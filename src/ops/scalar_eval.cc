@@ -351,6 +351,24 @@ Status output_type(KernelContext& ctx, const ScalarExpr& expr, DType& dtype,
 
 }  // namespace
 
+Status evaluate_f32_scalar_expr(const ScalarExpr& expr, const std::vector<const Tensor*>& inputs, Tensor& out) {
+  if (expr.empty()) return Status::internal_error("empty scalar expression");
+  for (const ScalarInstr& in : expr.code) {
+    if (in.op != ScalarOp::kArg) continue;
+    const Tensor* t = in.a >= 0 && static_cast<size_t>(in.a) < inputs.size() ? inputs[in.a] : nullptr;
+    if (t == nullptr || t->dtype() != DType::kF32 || t->dims() != out.dims()) {
+      return Status::internal_error(str_cat("scalar expression ", expr.to_string(), ": argument ", in.a,
+                                            " is not an f32 tensor of ", dims_to_string(out.dims())));
+    }
+  }
+  if (out.dtype() != DType::kF32) return Status::internal_error("scalar expression: the output is not f32");
+  if (out.numel() == 0) return Status::ok();
+  std::vector<ArgView> views(inputs.size());
+  const Layout layout = collapse(out.dims(), inputs, views);
+  evaluate<float>(expr, views, layout, out);
+  return Status::ok();
+}
+
 Status run_scalar_expr_kernel(KernelContext& ctx) {
   const Node& node = ctx.node();
   if (node.def().scalar == nullptr) {

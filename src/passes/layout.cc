@@ -278,12 +278,6 @@ class LayoutPass {
     if (group != 1 && !(group == c && m == c)) return refuse("grouped conv that is not depthwise");
     if (node.has_input(2) && constant_data(node.input(2)) == nullptr) return refuse("bias is not a constant");
     Plan p{"BlockedConv", std::string(kFusedDomain), {}, node.attrs, m, *y};
-    if (node.op_type() == "FusedConv") {
-      OPFUSE_ASSIGN_OR_RETURN(auto epilogue, read_epilogue(node));
-      for (const PostOp& op : epilogue) {
-        if (op.spec->dnnl == DnnlPostOp::kNone) return refuse(str_cat("post-op ", op.spec->name, " has no oneDNN form"));
-      }
-    }
     p.attrs["block"] = AttrValue(block_);
     Value* xin = node.input(0);
     // oneDNN's first-conv kernel reads nchw into nChw<b>c; channels-last convs want nhwc input.

@@ -13,7 +13,7 @@
 //
 // Algebra: Fused(x, W, B, r){[p1 .. pk]} = pk(...p1(Anchor(x, W, B))...), each p elementwise:
 // one ONNX activation (Relu, LeakyRelu, Clip/Relu6, Sigmoid, Tanh, HardSigmoid, HardSwish, Elu,
-// Gelu erf/tanh), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant) or
+// Gelu erf/tanh, and every other activation op record: Selu, Celu, Softplus ...), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant) or
 // "add": + r, with r of exactly the output's shape and dtype, at most one per anchor. Since every
 // p reads only the element it writes, applying them inside the kernel computes the same values.
 // Each pattern absorbs one op; the driver repeats them, so a whole chain ends in one node.
@@ -89,7 +89,7 @@ Pattern activation_pattern(const PostOpSpec* spec) {
   Pattern p = absorb_pattern(
       str_cat("epilogue_", spec->name), op_head(spec->onnx_op, {anchor_tree()}),
       [spec](const Match& m) -> Result<std::string> {
-        auto params = spec->params_of(*m.root);
+        auto params = post_op_params(*spec, *m.root);
         if (!params) {
           return Status::user_error(str_cat(m.root->op_type(),
                                             " parameters are not compile-time constants the post-op supports"));
@@ -99,9 +99,9 @@ Pattern activation_pattern(const PostOpSpec* spec) {
   // Gelu is two post-ops (erf, tanh): each pattern takes the nodes only it can represent, and a
   // node neither accepts is refused by both.
   p.condition = [spec](const Match& m) {
-    if (spec->params_of(*m.root)) return true;
+    if (post_op_params(*spec, *m.root)) return true;
     for (const PostOpSpec& other : post_op_specs()) {
-      if (&other != spec && other.onnx_op == spec->onnx_op && other.params_of(*m.root)) return false;
+      if (&other != spec && other.onnx_op == spec->onnx_op && post_op_params(other, *m.root)) return false;
     }
     return true;
   };

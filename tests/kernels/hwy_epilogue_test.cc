@@ -1,7 +1,8 @@
-// The vector epilogue pass (kernels/cpu/hwy_epilogue.h) against the post-ops' scalar reference
-// (ops/fused.cc, PostOpSpec::apply), for every post-op of the vocabulary, on a sweep through
-// each op's interesting range plus infinities, zeros and NaN, with lengths that leave a tail
-// and that take the multi-threaded path.
+// The vector epilogue pass (kernels/cpu/hwy_epilogue.h) against the reference epilogue (the
+// post-ops' expressions, derived from their op records, evaluated element by element), for
+// every post-op of the vocabulary, on a sweep through each op's interesting range plus
+// infinities, zeros, denormals and NaN, with lengths that leave a tail and that take the
+// multi-threaded path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,74 +11,102 @@
 #include <vector>
 
 #include "kernels/cpu/hwy_epilogue.h"
+#include "ops/reference.h"
 
 namespace opfuse {
 namespace {
 
-std::vector<float> params_for(std::string_view name) {
-  if (name == "leaky_relu" || name == "elu") return {0.3f};
-  if (name == "clip") return {-0.5f, 0.7f};
-  if (name == "hardsigmoid") return {0.2f, 0.5f};
-  if (name == "linear") return {1.5f, -0.25f};
-  return {};
+std::vector<float> params_for(const PostOpSpec& spec) {
+  if (spec.name == "leaky_relu" || spec.name == "elu") return {0.3f};
+  if (spec.name == "clip") return {-0.5f, 0.7f};
+  if (spec.name == "hardsigmoid") return {0.2f, 0.5f};
+  if (spec.name == "linear") return {1.5f, -0.25f};
+  if (spec.name == "selu") return {1.6732632f, 1.0507010f};
+  return std::vector<float>(static_cast<size_t>(spec.num_params), 0.7f);  // celu, thresholded_relu
 }
 
-// n points through [-20, 20], then 8 special values.
+// n points through [-20, 20], then special values (NaN among them).
 std::vector<float> sweep(size_t n) {
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) x[i] = -20.0f + 40.0f * static_cast<float>(i) / static_cast<float>(std::max<size_t>(n - 1, 1));
   const float inf = std::numeric_limits<float>::infinity();
-  for (float special : {0.0f, -0.0f, inf, -inf, 1e-30f, -1e-30f, 88.0f, -88.0f}) x.push_back(special);
+  for (float special : {0.0f, -0.0f, inf, -inf, 1e-30f, -1e-30f, 88.0f, -88.0f, 1e-40f,
+                        std::numeric_limits<float>::quiet_NaN()}) {
+    x.push_back(special);
+  }
   return x;
 }
 
-TEST(HwyEpilogueTest, EveryPostOpMatchesItsScalarReference) {
+// The reference epilogue: the post-ops' composed expression evaluated element by element.
+std::vector<float> reference(std::span<const PostOp> ops, const std::vector<float>& y, const std::vector<float>* r) {
+  auto expr = epilogue_expr(ops);
+  EXPECT_TRUE(expr.is_ok()) << expr.status().message();
+  const std::vector<int64_t> dims = {static_cast<int64_t>(y.size())};
+  Tensor out = Tensor::from_vector(dims, y);
+  Tensor res = r ? Tensor::from_vector(dims, *r) : Tensor();
+  EXPECT_TRUE(evaluate_f32_scalar_expr(*expr, {&out, r ? &res : nullptr}, out).is_ok());
+  const float* d = out.data<float>();
+  return std::vector<float>(d, d + y.size());
+}
+
+bool same(float got, float want) {
+  if (std::isnan(want)) return std::isnan(got);
+  return got == want || std::abs(got - want) <= 1e-5f * std::max(1.0f, std::abs(want));
+}
+
+TEST(HwyEpilogueTest, EveryPostOpMatchesItsReferenceNaNAndInfIncluded) {
   for (size_t n : {size_t{1}, size_t{13}, size_t{1001}, size_t{40000}}) {
     for (const PostOpSpec& spec : post_op_specs()) {
-      if (spec.apply == nullptr) continue;  // "add": below
+      if (spec.reads_residual) continue;  // "add": below
       SCOPED_TRACE(str_cat(spec.name, ", n = ", n));
-      const PostOp op{&spec, params_for(spec.name)};
-      ASSERT_EQ(static_cast<int>(op.params.size()), spec.num_params);
-      auto vec = hwy_cpu::vector_post_ops(std::span<const PostOp>(&op, 1));
+      const PostOp op{&spec, params_for(spec)};
+      auto vec = hwy_cpu::vector_epilogue(std::span<const PostOp>(&op, 1));
       ASSERT_TRUE(vec.has_value());
       std::vector<float> y = sweep(n);
-      std::vector<float> x = y;
-      hwy_cpu::apply_post_ops(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
+      const std::vector<float> x = y;
+      const std::vector<float> want = reference(std::span<const PostOp>(&op, 1), x, nullptr);
+      hwy_cpu::apply_epilogue(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
       int bad = 0;
       for (size_t i = 0; i < x.size(); ++i) {
-        const float want = spec.apply(x[i], op.params.data());
-        const bool same = std::isnan(want) ? std::isnan(y[i])
-                                           : std::abs(y[i] - want) <= 1e-5f * std::max(1.0f, std::abs(want)) ||
-                                                 y[i] == want;
-        if (!same && ++bad <= 3) ADD_FAILURE() << "x = " << x[i] << ": got " << y[i] << ", want " << want;
+        if (!same(y[i], want[i]) && ++bad <= 3) ADD_FAILURE() << "x = " << x[i] << ": got " << y[i] << ", want " << want[i];
       }
       EXPECT_EQ(bad, 0);
     }
   }
 }
 
-TEST(HwyEpilogueTest, NaNPassesThrough) {
-  for (const PostOpSpec& spec : post_op_specs()) {
-    // The scalar hardsigmoid's min/max turn NaN into 1 (std::min(1, NaN) is 1); NaN in, NaN
-    // out is what the vector pass does.
-    if (spec.apply == nullptr || spec.name == "hardsigmoid") continue;
-    SCOPED_TRACE(spec.name);
-    const PostOp op{&spec, params_for(spec.name)};
-    auto vec = hwy_cpu::vector_post_ops(std::span<const PostOp>(&op, 1));
-    std::vector<float> y(19, std::numeric_limits<float>::quiet_NaN());
-    hwy_cpu::apply_post_ops(*vec, y.data(), nullptr, 19);
-    const bool want_nan = std::isnan(spec.apply(y[0], op.params.data()));
-    for (float v : y) EXPECT_EQ(std::isnan(v), want_nan);
-  }
+// The reference is the op record's own math: a post-op computes what the op it absorbed does
+// unfused, NaN included (Relu(NaN) is NaN, not 0).
+TEST(HwyEpilogueTest, PostOpsDeriveFromTheirOpRecords) {
+  const PostOp relu{find_post_op("relu"), {}};
+  const std::vector<float> x = {-1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> y = reference(std::span<const PostOp>(&relu, 1), x, nullptr);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 2.0f);
+  EXPECT_TRUE(std::isnan(y[2]));
+  // Activations without a hand-named post-op get one named after the op, with its float
+  // attributes as params.
+  const PostOpSpec* celu = find_post_op("celu");
+  ASSERT_NE(celu, nullptr);
+  EXPECT_EQ(celu->onnx_op, "Celu");
+  EXPECT_EQ(celu->num_params, 1);
+  const PostOpSpec* trelu = find_post_op("thresholded_relu");
+  ASSERT_NE(trelu, nullptr);
+  const PostOp op{trelu, {1.5f}};
+  const std::vector<float> t = reference(std::span<const PostOp>(&op, 1), {1.0f, 1.5f, 2.0f}, nullptr);
+  EXPECT_EQ(t, (std::vector<float>{0.0f, 0.0f, 2.0f}));
+  EXPECT_EQ(find_post_op("p_relu"), nullptr);  // two inputs: not a post-op
 }
 
 TEST(HwyEpilogueTest, ChainsWithTheResidualApplyInOrder) {
-  // add, then sigmoid_mul, then clip: y = clip(silu(y + r)).
+  // add, then sigmoid_mul, then clip, then celu: y = celu(clip(silu(y + r))).
   std::vector<PostOp> ops = {{find_post_op("add"), {}},
                              {find_post_op("sigmoid_mul"), {}},
-                             {find_post_op("clip"), {-0.2f, 3.0f}}};
-  auto vec = hwy_cpu::vector_post_ops(ops);
+                             {find_post_op("clip"), {-0.2f, 3.0f}},
+                             {find_post_op("celu"), {0.5f}}};
+  auto vec = hwy_cpu::vector_epilogue(ops);
   ASSERT_TRUE(vec.has_value());
+  EXPECT_TRUE(vec->reads_residual);
   const size_t n = 50003;
   std::vector<float> y(n), r(n);
   for (size_t i = 0; i < n; ++i) {
@@ -88,9 +117,10 @@ TEST(HwyEpilogueTest, ChainsWithTheResidualApplyInOrder) {
   for (size_t i = 0; i < n; ++i) {
     const float a = y[i] + r[i];
     const float s = a / (1.0f + std::exp(-a));
-    want[i] = std::min(std::max(s, -0.2f), 3.0f);
+    const float c = std::min(std::max(s, -0.2f), 3.0f);
+    want[i] = std::max(c, 0.0f) + std::min(0.5f * (std::exp(c / 0.5f) - 1.0f), 0.0f);
   }
-  hwy_cpu::apply_post_ops(*vec, y.data(), r.data(), static_cast<int64_t>(n));
+  hwy_cpu::apply_epilogue(*vec, y.data(), r.data(), static_cast<int64_t>(n));
   for (size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], want[i], 1e-5f * std::max(1.0f, std::abs(want[i]))) << i;
 }
 
@@ -99,12 +129,12 @@ TEST(HwyEpilogueTest, ChainsWithTheResidualApplyInOrder) {
 // exactly 0 where the reference's exp(-x) overflows, exactly 1 far right.
 TEST(HwyEpilogueTest, SigmoidIsWithinFewUlpOverItsWholeRange) {
   const PostOp op{find_post_op("sigmoid"), {}};
-  auto vec = hwy_cpu::vector_post_ops(std::span<const PostOp>(&op, 1));
+  auto vec = hwy_cpu::vector_epilogue(std::span<const PostOp>(&op, 1));
   ASSERT_TRUE(vec.has_value());
   std::vector<float> x;
   for (float v = -100.0f; v <= 100.0f; v += 0.000731f) x.push_back(v);
   std::vector<float> y = x;
-  hwy_cpu::apply_post_ops(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
+  hwy_cpu::apply_epilogue(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
   int bad = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
@@ -117,10 +147,12 @@ TEST(HwyEpilogueTest, SigmoidIsWithinFewUlpOverItsWholeRange) {
   EXPECT_EQ(bad, 0);
 }
 
-TEST(HwyEpilogueTest, UnknownPostOpsHaveNoVectorForm) {
-  static const PostOpSpec fake{"made_up", "", 0, nullptr, DnnlPostOp::kNone, nullptr, nullptr, nullptr};
+TEST(HwyEpilogueTest, PostOpsOfUnknownOpsHaveNoVectorForm) {
+  PostOpSpec fake;
+  fake.name = "made_up";
+  fake.onnx_op = "NoSuchOp";
   const PostOp op{&fake, {}};
-  EXPECT_FALSE(hwy_cpu::vector_post_ops(std::span<const PostOp>(&op, 1)).has_value());
+  EXPECT_FALSE(hwy_cpu::vector_epilogue(std::span<const PostOp>(&op, 1)).has_value());
 }
 
 }  // namespace

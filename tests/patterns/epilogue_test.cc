@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -89,6 +90,14 @@ const std::vector<Case> kCases = {
     {"relu_add_tanh", "relu,add,tanh", [](Graph& g, Value* c, Value* s) {
        Value* a = g.add_node("Add", {unary(g, "Relu", c), s}, {""}).value()->output(0);
        return unary(g, "Tanh", a);
+     }},
+    // Activations with no post-op of their own in ops/fused.cc: derived from their op records.
+    {"celu", "celu:0.5", [](Graph& g, Value* c, Value*) { return unary(g, "Celu", c, {{"alpha", 0.5f}}); }},
+    {"thresholded_relu_add", "thresholded_relu:0.25,add", [](Graph& g, Value* c, Value* s) {
+       return g.add_node("Add", {unary(g, "ThresholdedRelu", c, {{"alpha", 0.25f}}), s}, {""}).value()->output(0);
+     }},
+    {"relu_softplus", "relu,softplus", [](Graph& g, Value* c, Value*) {
+       return unary(g, "Softplus", unary(g, "Relu", c));
      }},
 };
 
@@ -241,6 +250,60 @@ TEST(EpilogueTest, ResnetTinyFusedConvsAllGetTheOneDnnKernel) {
     EXPECT_EQ((*kernel)->name(), "onednn.fused_conv") << n->describe();
   }
   EXPECT_GT(fused, 0);
+}
+
+// A new activation as an epilogue needs no file beyond its op record: ThresholdedRelu and Celu
+// after a MatMul and a Conv fuse at O2 and O3 (the O3 conv blocked), and every level matches
+// eager mode, NaN and Inf included.
+TEST(EpilogueTest, ANewActivationIsAnEpilogueEndToEnd) {
+  Graph g;
+  g.opset_imports[""] = 13;
+  Value* x = g.add_input("x", DType::kF32, Tensor::zeros(DType::kF32, {1, 16, 8, 8}).value().shape());
+  Value* m = g.add_input("m", DType::kF32, Tensor::zeros(DType::kF32, {5, 64}).value().shape());
+  Value* w = g.add_constant("w", random_tensor({32, 16, 3, 3}, 7, -0.3f, 0.3f));
+  Value* wm = g.add_constant("wm", random_tensor({64, 48}, 8, -0.3f, 0.3f));
+  Attributes pads = {{"pads", Ints{1, 1, 1, 1}}};
+  Value* c = g.add_node("Conv", {x, w}, {"c"}, pads, "conv").value()->output(0);
+  g.add_output(unary(g, "Celu", c, {{"alpha", 0.7f}}));
+  Value* p = g.add_node("MatMul", {m, wm}, {"p"}, {}, "matmul").value()->output(0);
+  g.add_output(unary(g, "ThresholdedRelu", p, {{"alpha", 0.2f}}));
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+
+  TensorMap inputs = {{"x", random_tensor({1, 16, 8, 8}, 9)}, {"m", random_tensor({5, 64}, 10)}};
+  float* xd = inputs.at("x").data<float>();
+  xd[0] = std::numeric_limits<float>::quiet_NaN();
+  xd[100] = std::numeric_limits<float>::infinity();
+  inputs.at("m").data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  const TensorMap want = run_eager(g, inputs).value();
+  for (OptLevel level : {OptLevel::kO2, OptLevel::kO3}) {
+    SCOPED_TRACE(static_cast<int>(level));
+    SessionOptions so;
+    so.mode = ExecutionMode::kGraph;
+    so.level = level;
+    auto session = Session::create(g.clone(), so);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    auto plan = session->plan_for(inputs);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    std::set<std::string> epilogues;
+    for (const Node* n : (*plan)->graph().nodes()) {
+      EXPECT_NE(n->op_type(), "Celu");
+      EXPECT_NE(n->op_type(), "ThresholdedRelu");
+      if (n->attrs.count("epilogue")) {
+        for (const std::string& e : AttrReader(*n).get_strings("epilogue")) epilogues.insert(e);
+      }
+    }
+    EXPECT_EQ(epilogues, (std::set<std::string>{"celu:0.699999988", "thresholded_relu:0.200000003"}));
+    auto got = session->run(inputs);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    for (const auto& [name, t] : want) {
+      const float* a = t.data<float>();
+      const float* b = got->at(name).data<float>();
+      int nan_mismatch = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) nan_mismatch += std::isnan(a[i]) != std::isnan(b[i]);
+      EXPECT_EQ(nan_mismatch, 0) << name;
+    }
+    EXPECT_LE(max_relative_difference(*got, want), 1e-4);
+  }
 }
 
 TEST(EpilogueTest, RunsAtO2AndO3ButNotO1) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "ops/op_def.h"
 
@@ -28,7 +29,7 @@ std::vector<float> ConstantWeightsProduct::expanded_bias() const {
 }
 
 bool ConstantWeightsProduct::has_residual() const {
-  return std::any_of(epilogue.begin(), epilogue.end(), [](const PostOp& op) { return op.spec->apply == nullptr; });
+  return std::any_of(epilogue.begin(), epilogue.end(), [](const PostOp& op) { return op.spec->reads_residual; });
 }
 
 bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, ConstantWeightsProduct& product) {
@@ -38,11 +39,8 @@ bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, ConstantWei
   auto epilogue = read_epilogue(node);
   if (!epilogue.is_ok()) return false;
   int adds = 0;
-  for (const PostOp& op : *epilogue) {
-    if (op.spec->apply == nullptr && op.spec->dnnl != DnnlPostOp::kBinaryAdd) return false;
-    adds += op.spec->apply == nullptr;
-  }
-  if (adds != (node.has_input(3) ? 1 : 0)) return false;
+  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
+  if (adds != (node.has_input(3) ? 1 : 0) || !hwy_cpu::vector_epilogue(*epilogue)) return false;
   if (node.has_input(3) && hwy_cpu::static_dims_of(node.input(3)) != y) return false;
   product.epilogue = std::move(*epilogue);
   return true;

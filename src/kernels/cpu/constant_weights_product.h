@@ -48,7 +48,7 @@ std::optional<ConstantWeightsProduct> matmul_product(const KernelCompileContext&
 // alpha = 0 is declined (folded into the weights it would turn an Inf in A into NaN).
 std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& ctx, bool fused);
 
-// The fused ops' epilogue: every post-op scalar or the residual add of input 3 (Y's shape).
+// The fused ops' epilogue: post-ops with a vector form, the residual add reading input 3 (Y's shape).
 bool read_fused_tail(const KernelCompileContext& ctx, const std::vector<int64_t>& y,
                      ConstantWeightsProduct& product);
 

@@ -24,6 +24,7 @@
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/constant_weights_product.h"
 #include "kernels/cpu/gemv_kernel.h"
+#include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
@@ -189,7 +190,8 @@ std::optional<GemvPlan> conv_plan(const KernelCompileContext& ctx, bool fused) {
 
 class GemvKernel final : public Kernel {
  public:
-  explicit GemvKernel(GemvPlan plan) : plan_(std::move(plan)) {
+  explicit GemvKernel(GemvPlan plan)
+      : plan_(std::move(plan)), epilogue_(hwy_cpu::vector_epilogue(plan_.epilogue).value_or(hwy_cpu::VectorEpilogue{})) {
     pack_weights();
     bias_ = plan_.expanded_bias();
     plan_.b = plan_.bias_constant = nullptr;  // packed / expanded: not needed at run time
@@ -266,18 +268,12 @@ class GemvKernel final : public Kernel {
       const bool scalar = plan_.bias_numel == 1;
       for (int64_t j = c0; j < c1; ++j) y[j] += plan_.bias_scale * bias[scalar ? 0 : j];
     }
-    for (const PostOp& op : plan_.epilogue) {
-      if (op.spec->apply == nullptr) {
-        for (int64_t j = c0; j < c1; ++j) y[j] += residual[j];
-        continue;
-      }
-      const float* p = op.params.data();
-      for (int64_t j = c0; j < c1; ++j) y[j] = op.spec->apply(y[j], p);
-    }
+    hwy_cpu::apply_epilogue_here(epilogue_, y + c0, residual != nullptr ? residual + c0 : nullptr, c1 - c0);
   }
 
   GemvPlan plan_;
   hwy::AlignedFreeUniquePtr<float[]> packed_;
+  hwy_cpu::VectorEpilogue epilogue_;  // read_fused_tail checked it has a vector form
   std::vector<float> bias_;  // a constant bias, scaled and expanded to N
 };
 

@@ -203,7 +203,7 @@ bool blocked_conv_supports(const KernelCompileContext& ctx) {
   if (!g || !epilogue.is_ok()) return false;
   if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y_dims) return false;
   const auto head = in_primitive(ctx, *epilogue);
-  if (!hwy_cpu::vector_post_ops(std::span<const PostOp>(*epilogue).subspan(head.size()))) return false;
+  if (!hwy_cpu::vector_epilogue(std::span<const PostOp>(*epilogue).subspan(head.size()))) return false;
   return try_dnnl<bool>([&] {
            build_blocked_conv_plan(ctx, *g, {head.begin(), head.end()});
            return true;

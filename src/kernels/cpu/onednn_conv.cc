@@ -189,7 +189,7 @@ std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
   auto epilogue = read_epilogue(ctx.node);
   if (!g || !epilogue.is_ok()) return std::nullopt;
   bool residual = false;
-  for (const PostOp& op : *epilogue) residual |= op.spec->dnnl == DnnlPostOp::kBinaryAdd;
+  for (const PostOp& op : *epilogue) residual |= op.spec->reads_residual;
   if (residual && (!ctx.node.has_input(3) || static_f32_dims(ctx.node.input(3)) != g->y)) {
     return std::nullopt;
   }
@@ -204,7 +204,7 @@ std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
   }
   if (!conv) return std::nullopt;
   PostOps rest(epilogue->begin() + static_cast<std::ptrdiff_t>(keep), epilogue->end());
-  if (!hwy_cpu::vector_post_ops(rest)) return std::nullopt;
+  if (!hwy_cpu::vector_epilogue(rest)) return std::nullopt;
   return FusedPlan{std::move(*conv), std::move(rest)};
 }
 

@@ -80,9 +80,9 @@ std::optional<FusedDeconvPlan> fused_deconv_plan(const KernelCompileContext& ctx
   const std::span<const PostOp> all(*epilogue);
   const auto head = all.first(placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx.exact_non_finite)));
   std::vector<PostOp> rest(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
-  if (!hwy_cpu::vector_post_ops(rest)) return std::nullopt;
+  if (!hwy_cpu::vector_epilogue(rest)) return std::nullopt;
   bool residual_in_rest = false;
-  for (const PostOp& op : rest) residual_in_rest |= op.spec->dnnl == DnnlPostOp::kBinaryAdd;
+  for (const PostOp& op : rest) residual_in_rest |= op.spec->reads_residual;
   int residual = -1;
   const auto ops = make_post_ops(head, plain_desc(g->y), residual);
   if (!ops || (residual >= 0 || residual_in_rest) != ctx.node.has_input(3)) return std::nullopt;

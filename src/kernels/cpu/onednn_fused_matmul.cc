@@ -35,9 +35,9 @@ std::optional<FusedMatmulPlan> describe(const KernelCompileContext& ctx, bool ge
   const std::span<const PostOp> all(*epilogue);
   const auto head = all.first(placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx.exact_non_finite)));
   plan.rest.assign(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
-  if (!hwy_cpu::vector_post_ops(plan.rest)) return std::nullopt;
+  if (!hwy_cpu::vector_epilogue(plan.rest)) return std::nullopt;
   bool residual_in_rest = false;
-  for (const PostOp& op : plan.rest) residual_in_rest |= op.spec->dnnl == DnnlPostOp::kBinaryAdd;
+  for (const PostOp& op : plan.rest) residual_in_rest |= op.spec->reads_residual;
   auto ops = make_post_ops(head, plain_desc(plan.spec.y_dims), plan.residual_index);
   if (!ops || (plan.residual_index >= 0 || residual_in_rest) != node.has_input(3)) return std::nullopt;
   plan.post_ops = std::move(*ops);

@@ -3,75 +3,97 @@
 #include <algorithm>
 
 namespace opfuse::onednn {
+namespace {
+
+float p0(const float* p) { return p[0]; }
+float p1(const float* p) { return p[1]; }
+float zero(const float*) { return 0.0f; }
+float one(const float*) { return 1.0f; }
+
+using A = dnnl::algorithm;
+
+// The post-ops oneDNN 2.6 has a counterpart for, by name (ops/fused.h); any other post-op (a
+// new activation) runs as our own pass (HostEpilogueKernel).
+struct OnednnPostOp {
+  std::string_view name;
+  A alg;  // undef: the residual add (a binary or sum post-op)
+  float (*alpha)(const float* params);
+  float (*beta)(const float* params);
+  // oneDNN's relu with alpha 0, its clip and its hardsigmoid (linear, then clip) are max/min
+  // instructions that give the bound for a NaN lane.
+  bool keeps_nan;
+  // Applied at little cost by its convolution kernels (the costs are in hwy_epilogue.h).
+  bool cheap_in_conv;
+};
+constexpr OnednnPostOp kOnednnPostOps[] = {
+    {"relu", A::eltwise_relu, zero, zero, false, true},
+    {"leaky_relu", A::eltwise_relu, p0, zero, true, true},  // keeps NaN unless alpha is 0: below
+    {"clip", A::eltwise_clip, p0, p1, false, true},
+    {"sigmoid", A::eltwise_logistic, zero, zero, true, false},
+    {"sigmoid_mul", A::eltwise_swish, one, zero, true, false},
+    {"hardswish", A::eltwise_hardswish, zero, zero, true, false},
+    {"tanh", A::eltwise_tanh, zero, zero, true, false},
+    {"elu", A::eltwise_elu, p0, zero, true, false},
+    {"gelu_erf", A::eltwise_gelu_erf, zero, zero, true, false},
+    {"gelu_tanh", A::eltwise_gelu_tanh, zero, zero, true, false},
+    // max(0, min(1, alpha * x + beta)): oneDNN 2.6 has no hardsigmoid; linear(alpha, beta), then clip(0, 1).
+    {"hardsigmoid", A::eltwise_linear, p0, p1, false, false},
+    {"linear", A::eltwise_linear, p0, p1, true, true},
+    {"add", A::undef, zero, zero, true, true},
+};
+
+const OnednnPostOp* onednn_form(const PostOp& op) {
+  for (const OnednnPostOp& o : kOnednnPostOps) {
+    if (o.name == op.spec->name) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index, ResidualAs as) {
   dnnl::post_ops out;
   residual_index = -1;
   for (const PostOp& op : ops) {
-    using A = dnnl::algorithm;
-    A alg = A::undef;
-    const float* p = op.params.data();
-    switch (op.spec->dnnl) {
-      case DnnlPostOp::kEltwiseRelu: alg = A::eltwise_relu; break;
-      case DnnlPostOp::kEltwiseClip: alg = A::eltwise_clip; break;
-      case DnnlPostOp::kEltwiseLogistic: alg = A::eltwise_logistic; break;
-      case DnnlPostOp::kEltwiseSwish: alg = A::eltwise_swish; break;
-      case DnnlPostOp::kEltwiseHardswish: alg = A::eltwise_hardswish; break;
-      case DnnlPostOp::kEltwiseTanh: alg = A::eltwise_tanh; break;
-      case DnnlPostOp::kEltwiseElu: alg = A::eltwise_elu; break;
-      case DnnlPostOp::kEltwiseGeluErf: alg = A::eltwise_gelu_erf; break;
-      case DnnlPostOp::kEltwiseGeluTanh: alg = A::eltwise_gelu_tanh; break;
-      case DnnlPostOp::kEltwiseLinear: alg = A::eltwise_linear; break;
-      case DnnlPostOp::kEltwiseHardsigmoid:
-        // max(0, min(1, alpha * x + beta)): oneDNN 2.6 has no hardsigmoid.
-        out.append_eltwise(1.0f, A::eltwise_linear, p[0], p[1]);
-        out.append_eltwise(1.0f, A::eltwise_clip, 0.0f, 1.0f);
-        continue;
-      case DnnlPostOp::kBinaryAdd:
-        if (residual_index >= 0) return std::nullopt;
-        residual_index = out.len();
-        if (as == ResidualAs::kSum) {
-          out.append_sum(1.0f);
-        } else {
-          out.append_binary(A::binary_add, y_md);
-        }
-        continue;
-      case DnnlPostOp::kNone: return std::nullopt;
+    const OnednnPostOp* form = onednn_form(op);
+    if (form == nullptr) return std::nullopt;
+    if (op.spec->reads_residual) {
+      if (residual_index >= 0) return std::nullopt;
+      residual_index = out.len();
+      if (as == ResidualAs::kSum) {
+        out.append_sum(1.0f);
+      } else {
+        out.append_binary(A::binary_add, y_md);
+      }
+      continue;
     }
-    out.append_eltwise(1.0f, alg, op.spec->dnnl_alpha(p), op.spec->dnnl_beta(p));
+    const float* p = op.params.data();
+    out.append_eltwise(1.0f, form->alg, form->alpha(p), form->beta(p));
+    if (op.spec->name == "hardsigmoid") out.append_eltwise(1.0f, A::eltwise_clip, 0.0f, 1.0f);
   }
   return out;
 }
 
 bool onednn_keeps_nan(const PostOp& op) {
-  switch (op.spec->dnnl) {
-    case DnnlPostOp::kEltwiseRelu:  // with alpha != 0 (leaky) oneDNN blends alpha * x: NaN stays
-      return op.spec->dnnl_alpha(op.params.data()) != 0.0f;
-    case DnnlPostOp::kEltwiseClip:
-    case DnnlPostOp::kEltwiseHardsigmoid:  // linear, then clip
-      return false;
-    default:
-      return true;
-  }
+  const OnednnPostOp* form = onednn_form(op);
+  if (form == nullptr) return false;
+  // leaky relu: oneDNN blends alpha * x, so NaN stays unless alpha is 0 (then it is relu).
+  if (op.spec->name == "leaky_relu") return form->alpha(op.params.data()) != 0.0f;
+  return form->keeps_nan;
 }
 
 size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
-  while (n < ops.size() && (!exact_non_finite || onednn_keeps_nan(ops[n]))) ++n;
+  while (n < ops.size() && onednn_form(ops[n]) != nullptr && (!exact_non_finite || onednn_keeps_nan(ops[n]))) ++n;
   return n;
 }
 
 size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
   while (n < ops.size()) {
-    const DnnlPostOp kind = ops[n].spec->dnnl;
-    // relu and leaky_relu share kEltwiseRelu.
-    if ((exact_non_finite && !onednn_keeps_nan(ops[n])) ||
-        (kind != DnnlPostOp::kEltwiseRelu && kind != DnnlPostOp::kEltwiseClip &&
-         kind != DnnlPostOp::kEltwiseLinear && kind != DnnlPostOp::kBinaryAdd)) {
-      break;
-    }
+    const OnednnPostOp* form = onednn_form(ops[n]);
+    if (form == nullptr || !form->cheap_in_conv || (exact_non_finite && !onednn_keeps_nan(ops[n]))) break;
     ++n;
   }
   return n;
@@ -90,25 +112,23 @@ Status HostEpilogueKernel::run(std::span<const Tensor* const> inputs, std::span<
   OPFUSE_TRY(anchor_->run(inputs, outputs));
   Tensor* y = outputs.empty() ? nullptr : outputs[0];
   const Tensor* r = inputs.size() > 3 ? inputs[3] : nullptr;
-  const bool wants_r = std::any_of(rest_.begin(), rest_.end(), [](const hwy_cpu::VectorPostOp& op) {
-    return op.kind == hwy_cpu::VectorPostOp::Kind::kAdd;
-  });
+  const bool wants_r = rest_.reads_residual;
   if (y == nullptr || y->dtype() != DType::kF32 ||
       (wants_r && (r == nullptr || r->dtype() != DType::kF32 || r->numel() != y->numel()))) {
     return Status::internal_error(str_cat(name(), ": the residual or the output differ from the plan"));
   }
-  hwy_cpu::apply_post_ops(rest_, y->data<float>(), wants_r ? r->data<float>() : nullptr, y->numel());
+  hwy_cpu::apply_epilogue(rest_, y->data<float>(), wants_r ? r->data<float>() : nullptr, y->numel());
   return Status::ok();
 }
 
 Result<std::unique_ptr<Kernel>> with_host_epilogue(const Node& node, std::unique_ptr<Kernel> anchor,
                                                    std::span<const PostOp> rest) {
   if (rest.empty()) return anchor;
-  auto ops = hwy_cpu::vector_post_ops(rest);
-  if (!ops) return Status::internal_error(str_cat(node.describe(), ": a post-op has no vector form"));
+  auto program = hwy_cpu::vector_epilogue(rest);
+  if (!program) return Status::internal_error(str_cat(node.describe(), ": the epilogue has no vector form"));
   std::string names;
   for (const PostOp& op : rest) names += str_cat(names.empty() ? "" : ", ", op.spec->name);
-  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*ops), std::move(names)));
+  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*program), std::move(names)));
 }
 
 }  // namespace opfuse::onednn

@@ -20,7 +20,8 @@ namespace opfuse::onednn {
 // ones for a binary add (measured on ResNet-50's 1x1 convs: 258 vs 273 us, 243 vs 298 us).
 enum class ResidualAs { kBinary, kSum };
 
-// `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart. The residual add (if in
+// `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart (onednn_post_ops.cc
+// maps the post-ops it has by name). The residual add (if in
 // `ops`) becomes a binary add post-op of `y_md` or a sum post-op; `residual_index` gets its
 // position, or -1.
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
@@ -32,8 +33,8 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
 // shows the problem. Those run in our own pass (hwy_epilogue.cc keeps NaN) when the node may see
 // NaN or Inf (KernelCompileContext::exact_non_finite).
 bool onednn_keeps_nan(const PostOp& op);
-// How many leading post-ops oneDNN may apply: all when `exact_non_finite` is false, else those
-// before the first one it would not keep NaN through.
+// How many leading post-ops oneDNN may apply: those before the first one it has no counterpart
+// for or, when `exact_non_finite`, would not keep NaN through.
 size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
 
 // How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost (relu,
@@ -48,11 +49,11 @@ size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
 size_t placed_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx, size_t by_default);
 
 // An anchor's oneDNN kernel (with the leading post-ops of its epilogue) followed by the rest of
-// the epilogue, applied in place to output 0 by hwy_cpu::apply_post_ops; an "add" among them
+// the epilogue, applied in place to output 0 by hwy_cpu::apply_epilogue; an "add" among them
 // reads the residual input 3 (laid out as the output).
 class HostEpilogueKernel final : public Kernel {
  public:
-  HostEpilogueKernel(std::unique_ptr<Kernel> anchor, std::vector<hwy_cpu::VectorPostOp> rest, std::string rest_names)
+  HostEpilogueKernel(std::unique_ptr<Kernel> anchor, hwy_cpu::VectorEpilogue rest, std::string rest_names)
       : anchor_(std::move(anchor)), rest_(std::move(rest)), rest_names_(std::move(rest_names)) {}
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return anchor_->name(); }
@@ -62,7 +63,7 @@ class HostEpilogueKernel final : public Kernel {
 
  private:
   std::unique_ptr<Kernel> anchor_;
-  std::vector<hwy_cpu::VectorPostOp> rest_;
+  hwy_cpu::VectorEpilogue rest_;
   std::string rest_names_;  // "relu, add"
 };
 

@@ -47,8 +47,7 @@ struct GemmTile {
   const float* next_b;      // the next panel's K block (kc x NR floats) to prefetch, or null
   // Only on the last K block (else null / 0):
   const float* bias;        // NR floats
-  const VectorPostOp* ops;  // the epilogue
-  size_t num_ops;
+  const VectorEpilogue* epilogue;  // null when there is none
   const float* residual;    // "add"'s input at the tile's first element
   size_t ldr;
 };
@@ -78,19 +77,20 @@ constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
 size_t GemmPanelWidth() { return kPanel; }
 size_t GemmTileRows() { return kTileRows; }
 
-// The epilogue over a tile just stored (still in L1), vector by vector. One function per target,
-// not inlined into each tile size: the post-op math inlined into every Tile instantiation made
-// the sanitizer build of this file take over 20 minutes and 9 GB.
+// The epilogue over a tile just stored (still in L1), gathered into one contiguous run so the
+// program's jumps are paid once per tile. One function per target, not inlined into each tile
+// size: the epilogue math inlined into every Tile instantiation made the sanitizer build of this
+// file take over 20 minutes and 9 GB.
 HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
-  const DF d;
+  HWY_ALIGN float y[kTileRows * kPanel], res[kTileRows * kPanel];
+  HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
+  const bool reads_residual = t.epilogue->reads_residual && t.residual != nullptr;
   for (size_t r = 0; r < rows; ++r) {
-    float* y = t.c + r * t.ldc;
-    const float* res = t.residual != nullptr ? t.residual + r * t.ldr : nullptr;
-    for (size_t v = 0; v < kPanel; v += kLanes) {
-      const VF x = hn::LoadU(d, y + v);
-      hn::StoreU(ApplyAll(d, t.ops, t.num_ops, x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
-    }
+    std::memcpy(y + r * kPanel, t.c + r * t.ldc, kPanel * sizeof(float));
+    if (reads_residual) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, kPanel * sizeof(float));
   }
+  RunEpilogue(*t.epilogue, y, reads_residual ? res : nullptr, rows * kPanel, slots);
+  for (size_t r = 0; r < rows; ++r) std::memcpy(t.c + r * t.ldc, y + r * kPanel, kPanel * sizeof(float));
 }
 
 // kRows x NR of Y: accumulate over the K block in registers, add the bias, store; then the
@@ -130,7 +130,7 @@ HWY_INLINE void Tile(const GemmTile& t) {
     hn::StoreU(acc0[r], d, t.c + r * t.ldc);
     hn::StoreU(acc1[r], d, t.c + r * t.ldc + kLanes);
   }
-  if (t.num_ops != 0) EpilogueTile(t, kRows);
+  if (t.epilogue != nullptr) EpilogueTile(t, kRows);
 }
 
 // The last rows % MR of a panel: one instantiation per count.
@@ -203,7 +203,7 @@ constexpr int64_t kParallelMacs = int64_t{1} << 18;
 class PackedGemmKernel final : public Kernel {
  public:
   explicit PackedGemmKernel(const ConstantWeightsProduct& p)
-      : m_(p.m), k_(p.k), n_(p.n), epilogue_(*hwy_cpu::vector_post_ops(p.epilogue)),
+      : m_(p.m), k_(p.k), n_(p.n), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)),
         has_residual_(p.has_residual()) {
     nr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::GemmPanelWidth)());
     mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::GemmTileRows)());
@@ -318,8 +318,7 @@ class PackedGemmKernel final : public Kernel {
           tile.next_b = p + 1 < p1 ? panel_block(p + 1, k0, kc) : nullptr;
           if (last) {
             tile.bias = bias_.empty() ? nullptr : bias_.data() + col;
-            tile.ops = epilogue_.data();
-            tile.num_ops = epilogue_.size();
+            tile.epilogue = epilogue_.code.empty() ? nullptr : &epilogue_;
             tile.residual = residual != nullptr ? residual + i0 * n_ + col : nullptr;
             tile.ldr = static_cast<size_t>(n_);
           }
@@ -331,7 +330,7 @@ class PackedGemmKernel final : public Kernel {
   }
 
   int64_t m_, k_, n_;
-  std::vector<hwy_cpu::VectorPostOp> epilogue_;
+  hwy_cpu::VectorEpilogue epilogue_;
   bool has_residual_;
   int64_t nr_ = 0, mr_ = 0, panels_ = 0, kc_ = 0, mc_ = 0;
   hwy::AlignedFreeUniquePtr<float[]> packed_;
@@ -345,7 +344,7 @@ std::optional<ConstantWeightsProduct> product_of(const KernelCompileContext& ctx
   auto p = kAnchor == Anchor::kMatMul ? matmul_product(ctx, kFused) : gemm_product(ctx, kFused);
   // M = 1 is cpu.gemv's; A transposed and a computed bias are left to oneDNN.
   if (!p || p->m < 2 || p->trans_a || (p->bias_input >= 0 && p->bias_constant == nullptr) ||
-      !hwy_cpu::vector_post_ops(p->epilogue)) {
+      !hwy_cpu::vector_epilogue(p->epilogue)) {
     return std::nullopt;
   }
   return p;
