@@ -60,17 +60,21 @@ TEST(HwyEpilogueTest, EveryPostOpMatchesItsReferenceNaNAndInfIncluded) {
       if (spec.reads_residual) continue;  // "add": below
       SCOPED_TRACE(str_cat(spec.name, ", n = ", n));
       const PostOp op{&spec, params_for(spec)};
-      auto vec = hwy_cpu::vector_epilogue(std::span<const PostOp>(&op, 1));
-      ASSERT_TRUE(vec.has_value());
-      std::vector<float> y = sweep(n);
-      const std::vector<float> x = y;
+      const std::vector<float> x = sweep(n);
       const std::vector<float> want = reference(std::span<const PostOp>(&op, 1), x, nullptr);
-      hwy_cpu::apply_epilogue(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
-      int bad = 0;
-      for (size_t i = 0; i < x.size(); ++i) {
-        if (!same(y[i], want[i]) && ++bad <= 3) ADD_FAILURE() << "x = " << x[i] << ": got " << y[i] << ", want " << want[i];
+      // The hand-written form where there is one, and the expression program.
+      for (bool hand_written : {true, false}) {
+        SCOPED_TRACE(hand_written ? "hand-written" : "program");
+        auto vec = hwy_cpu::vector_epilogue(std::span<const PostOp>(&op, 1), hand_written);
+        ASSERT_TRUE(vec.has_value());
+        std::vector<float> y = x;
+        hwy_cpu::apply_epilogue(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
+        int bad = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+          if (!same(y[i], want[i]) && ++bad <= 3) ADD_FAILURE() << "x = " << x[i] << ": got " << y[i] << ", want " << want[i];
+        }
+        EXPECT_EQ(bad, 0);
       }
-      EXPECT_EQ(bad, 0);
     }
   }
 }
@@ -107,6 +111,7 @@ TEST(HwyEpilogueTest, ChainsWithTheResidualApplyInOrder) {
   auto vec = hwy_cpu::vector_epilogue(ops);
   ASSERT_TRUE(vec.has_value());
   EXPECT_TRUE(vec->reads_residual);
+  EXPECT_TRUE(vec->fast.empty());  // celu has no hand-written form: the whole chain is one program
   const size_t n = 50003;
   std::vector<float> y(n), r(n);
   for (size_t i = 0; i < n; ++i) {

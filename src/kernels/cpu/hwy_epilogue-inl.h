@@ -1,7 +1,9 @@
-// The vector epilogue program (hwy_epilogue.h) over a contiguous run of floats, per Highway
-// target: shared by the in-place epilogue pass (hwy_epilogue.cc) and the kernels that apply an
-// epilogue to a tile they just stored (packed_gemm_kernel.cc). Included once per target by
-// foreach_target.h, hence the toggling include guard.
+// The vector epilogue (hwy_epilogue.h) per Highway target: the hand-written post-ops on one
+// vector, and the expression program over a contiguous run of floats. Shared by the in-place
+// epilogue pass (hwy_epilogue.cc) and the kernels that apply an epilogue to a tile they just
+// stored (packed_gemm_kernel.cc). Included once per target by foreach_target.h, hence the
+// toggling include guard. The hand-written forms follow the op records' expressions, NaN and
+// Inf included (tests/kernels/hwy_epilogue_test.cc checks them against those).
 #if defined(OPFUSE_KERNELS_CPU_HWY_EPILOGUE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef OPFUSE_KERNELS_CPU_HWY_EPILOGUE_INL_H_
 #undef OPFUSE_KERNELS_CPU_HWY_EPILOGUE_INL_H_
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_epilogue.h"
@@ -24,14 +27,80 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #include "kernels/cpu/hwy_vector_ops-inl.h"
 
+// One post-op on one vector; K is a template argument so a loop of one op (hwy_epilogue.cc)
+// compiles without a per-vector switch.
+template <FastPostOp::Kind K, class DF, class VF = hn::Vec<DF>>
+HWY_INLINE VF Apply(DF d, const FastPostOp& op, VF x, VF r) {
+  using Kind = FastPostOp::Kind;
+  const VF zero = hn::Zero(d), one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
+  if constexpr (K == Kind::kRelu) return hn::IfThenElse(hn::Lt(x, zero), zero, x);  // NaN stays NaN
+  if constexpr (K == Kind::kLeakyRelu) return hn::IfThenElse(hn::Ge(x, zero), x, hn::Mul(hn::Set(d, op.a), x));
+  if constexpr (K == Kind::kClip)  // NaN stays NaN, as in the reference
+    return hn::IfThenElse(hn::IsNaN(x), x, hn::Min(hn::Max(x, hn::Set(d, op.a)), hn::Set(d, op.b)));
+  if constexpr (K == Kind::kSigmoid) return Sigmoid(d, x);
+  if constexpr (K == Kind::kSigmoidMul) return Silu(d, x);
+  if constexpr (K == Kind::kHardSwish)
+    return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::MulAdd(x, hn::Set(d, 1.0f / 6.0f), half))));
+  if constexpr (K == Kind::kTanh) return SafeTanh(d, x);
+  if constexpr (K == Kind::kElu)
+    return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(hn::Set(d, op.a), hn::Sub(SafeExp(d, x), one)), x);
+  if constexpr (K == Kind::kGeluErf)
+    return hn::Mul(hn::Mul(half, x), hn::Add(one, Erf(d, hn::Mul(x, hn::Set(d, 0.70710678118654752f)))));
+  if constexpr (K == Kind::kGeluTanh) {
+    const VF inner = hn::Mul(hn::Set(d, 0.7978845608028654f),
+                             hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));
+    return hn::Mul(hn::Mul(half, x), hn::Add(one, SafeTanh(d, inner)));
+  }
+  if constexpr (K == Kind::kHardSigmoid) {
+    const auto y = hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));  // NaN stays NaN
+    return hn::IfThenElse(hn::Lt(y, zero), zero, hn::IfThenElse(hn::Gt(y, one), one, y));
+  }
+  if constexpr (K == Kind::kLinear) return hn::MulAdd(hn::Set(d, op.a), x, hn::Set(d, op.b));
+  if constexpr (K == Kind::kAdd) return hn::Add(x, r);
+}
+
+// Calls f(std::integral_constant<Kind, K>{}) for the op's kind: the one list of kinds that the
+// per-vector (ApplyAll) and per-chunk (hwy_epilogue.cc) loops dispatch through.
+template <class F>
+HWY_INLINE decltype(auto) VisitKind(FastPostOp::Kind kind, F&& f) {
+  using Kind = FastPostOp::Kind;
+  switch (kind) {
+    case Kind::kRelu: return f(std::integral_constant<Kind, Kind::kRelu>{});
+    case Kind::kLeakyRelu: return f(std::integral_constant<Kind, Kind::kLeakyRelu>{});
+    case Kind::kClip: return f(std::integral_constant<Kind, Kind::kClip>{});
+    case Kind::kSigmoid: return f(std::integral_constant<Kind, Kind::kSigmoid>{});
+    case Kind::kSigmoidMul: return f(std::integral_constant<Kind, Kind::kSigmoidMul>{});
+    case Kind::kHardSwish: return f(std::integral_constant<Kind, Kind::kHardSwish>{});
+    case Kind::kTanh: return f(std::integral_constant<Kind, Kind::kTanh>{});
+    case Kind::kElu: return f(std::integral_constant<Kind, Kind::kElu>{});
+    case Kind::kGeluErf: return f(std::integral_constant<Kind, Kind::kGeluErf>{});
+    case Kind::kGeluTanh: return f(std::integral_constant<Kind, Kind::kGeluTanh>{});
+    case Kind::kHardSigmoid: return f(std::integral_constant<Kind, Kind::kHardSigmoid>{});
+    case Kind::kLinear: return f(std::integral_constant<Kind, Kind::kLinear>{});
+    case Kind::kAdd: break;
+  }
+  return f(std::integral_constant<Kind, Kind::kAdd>{});
+}
+
+// Every post-op of `ops` in turn on one vector; `r` is the residual's vector (read by "add" only).
+// A switch per op and vector: for kernels that apply it once per output vector after a long
+// accumulation, where it costs nothing next to the products.
+template <class DF, class VF = hn::Vec<DF>>
+HWY_INLINE VF ApplyAll(DF d, const FastPostOp* ops, size_t count, VF x, VF r) {
+  for (const FastPostOp* op = ops; op != ops + count; ++op) {
+    x = VisitKind(op->kind, [&](auto kind) { return Apply<decltype(kind)::value>(d, *op, x, r); });
+  }
+  return x;
+}
+
 // Vectors per block: each instruction runs over one block before the next (one jump per
 // instruction and block), its operands a few vectors in L1.
-constexpr size_t kEpilogueVectors = 4;
+constexpr size_t kEpilogueVectors = 16;
 constexpr size_t kEpilogueBlock = kEpilogueVectors * hn::MaxLanes(DF());
 
 // y[0, n) = program(y, residual) in place. `slots`: kEpilogueBlock floats per instruction,
 // aligned. Full blocks read y and the residual in place and the last instruction writes y; the
-// tail goes through zero-padded slots.
+// tail goes through zero-padded slots. A constant is one vector, read with stride 0.
 HWY_INLINE void RunEpilogue(const VectorEpilogue& e, float* HWY_RESTRICT y, const float* residual, size_t n,
                             float* HWY_RESTRICT slots) {
   const DF d;
@@ -39,9 +108,12 @@ HWY_INLINE void RunEpilogue(const VectorEpilogue& e, float* HWY_RESTRICT y, cons
   const VInstr* code = e.code.data();
   const float* cur[kMaxEpilogueInstrs];
   float* slot[kMaxEpilogueInstrs];
+  size_t step[kMaxEpilogueInstrs];  // floats between an instruction's vectors: 0 for constants
   for (size_t i = 0; i < count; ++i) {
     slot[i] = slots + i * kEpilogueBlock;
-    if (code[i].op == ScalarOp::kConst) std::fill(slot[i], slot[i] + B, code[i].value);
+    const bool constant = code[i].op == ScalarOp::kConst;
+    if (constant) hn::Store(hn::Set(d, code[i].value), d, slot[i]);
+    step[i] = constant ? 0 : N;
     cur[i] = slot[i];
   }
   for (size_t j = 0; j < n; j += B) {
@@ -67,18 +139,21 @@ HWY_INLINE void RunEpilogue(const VectorEpilogue& e, float* HWY_RESTRICT y, cons
       const float* a = cur[in.a];
       const float* b = in.b >= 0 ? cur[in.b] : a;
       const float* c = in.c >= 0 ? cur[in.c] : a;
+      const size_t sa = step[in.a], sb = in.b >= 0 ? step[in.b] : sa, sc = in.c >= 0 ? step[in.c] : sa;
       VisitOp(in, [&](auto fn, auto arity) HWY_ATTR {
         constexpr int kArity = decltype(arity)::value;
         for (size_t u = 0; u < vectors; ++u) {
-          const VF va = hn::LoadU(d, a + u * N);
-          const VF vb = kArity >= 2 ? hn::LoadU(d, b + u * N) : va;
-          const VF vc = kArity >= 3 ? hn::LoadU(d, c + u * N) : va;
+          const VF va = hn::LoadU(d, a + u * sa);
+          const VF vb = kArity >= 2 ? hn::LoadU(d, b + u * sb) : va;
+          const VF vc = kArity >= 3 ? hn::LoadU(d, c + u * sc) : va;
           hn::StoreU(fn(va, vb, vc), d, o + u * N);
         }
       });
       cur[i] = o;
     }
-    if (cur[count - 1] != y + j) std::memmove(y + j, cur[count - 1], len * sizeof(float));
+    const float* result = cur[count - 1];
+    if (result == y + j) continue;
+    for (size_t k = 0; k < len; ++k) y[j + k] = result[k * step[count - 1] / N];
   }
 }
 

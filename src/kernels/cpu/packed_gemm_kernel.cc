@@ -77,19 +77,33 @@ constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
 size_t GemmPanelWidth() { return kPanel; }
 size_t GemmTileRows() { return kTileRows; }
 
-// The epilogue over a tile just stored (still in L1), gathered into one contiguous run so the
-// program's jumps are paid once per tile. One function per target, not inlined into each tile
-// size: the epilogue math inlined into every Tile instantiation made the sanitizer build of this
-// file take over 20 minutes and 9 GB.
+// The epilogue over a tile just stored (still in L1): vector by vector through the hand-written
+// post-ops, or the expression program over the tile gathered into one contiguous run (so its
+// jumps are paid once per tile). One function per target, not inlined into each tile size: the
+// post-op math inlined into every Tile instantiation made the sanitizer build of this file take
+// over 20 minutes and 9 GB.
 HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
+  const VectorEpilogue& e = *t.epilogue;
+  const bool reads_residual = e.reads_residual && t.residual != nullptr;
+  if (!e.fast.empty()) {
+    const DF d;
+    for (size_t r = 0; r < rows; ++r) {
+      float* y = t.c + r * t.ldc;
+      const float* res = reads_residual ? t.residual + r * t.ldr : nullptr;
+      for (size_t v = 0; v < kPanel; v += kLanes) {
+        const VF x = hn::LoadU(d, y + v);
+        hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
+      }
+    }
+    return;
+  }
   HWY_ALIGN float y[kTileRows * kPanel], res[kTileRows * kPanel];
   HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
-  const bool reads_residual = t.epilogue->reads_residual && t.residual != nullptr;
   for (size_t r = 0; r < rows; ++r) {
     std::memcpy(y + r * kPanel, t.c + r * t.ldc, kPanel * sizeof(float));
     if (reads_residual) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, kPanel * sizeof(float));
   }
-  RunEpilogue(*t.epilogue, y, reads_residual ? res : nullptr, rows * kPanel, slots);
+  RunEpilogue(e, y, reads_residual ? res : nullptr, rows * kPanel, slots);
   for (size_t r = 0; r < rows; ++r) std::memcpy(t.c + r * t.ldc, y + r * kPanel, kPanel * sizeof(float));
 }
 
@@ -318,7 +332,7 @@ class PackedGemmKernel final : public Kernel {
           tile.next_b = p + 1 < p1 ? panel_block(p + 1, k0, kc) : nullptr;
           if (last) {
             tile.bias = bias_.empty() ? nullptr : bias_.data() + col;
-            tile.epilogue = epilogue_.code.empty() ? nullptr : &epilogue_;
+            tile.epilogue = epilogue_.empty() ? nullptr : &epilogue_;
             tile.residual = residual != nullptr ? residual + i0 * n_ + col : nullptr;
             tile.ldr = static_cast<size_t>(n_);
           }
