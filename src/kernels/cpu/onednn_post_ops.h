@@ -21,9 +21,8 @@ namespace opfuse::onednn {
 enum class ResidualAs { kBinary, kSum };
 
 // `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart (onednn_post_ops.cc
-// maps the post-ops it has by name). The residual add (if in
-// `ops`) becomes a binary add post-op of `y_md` or a sum post-op; `residual_index` gets its
-// position, or -1.
+// maps the post-ops it has by name). The residual add (if in `ops`) becomes a binary add
+// post-op of `y_md` or a sum post-op; `residual_index` gets its position, or -1.
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index, ResidualAs as = ResidualAs::kBinary);
 
