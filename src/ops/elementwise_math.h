@@ -97,7 +97,7 @@ inline void map2(const T* a, const T* b, T* out, int64_t n, F f) {
 template <typename T>
 void apply_unary(ScalarOp op, const T* a, T* out, int64_t n) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
-  const T one = T(1), zero = T(0);
+  constexpr T one = T(1), zero = T(0);  // constexpr: the lambdas below read them uncaptured
   switch (op) {
     case ScalarOp::kNeg:
       if constexpr (kFloat) map1(a, out, n, [](T x) { return -x; });
@@ -108,11 +108,11 @@ void apply_unary(ScalarOp op, const T* a, T* out, int64_t n) {
       else map1(a, out, n, [](T x) { return x < 0 ? wrap_sub(0, x) : x; });
       return;
     case ScalarOp::kReciprocal:
-      if constexpr (kFloat) map1(a, out, n, [one](T x) { return one / x; });
+      if constexpr (kFloat) map1(a, out, n, [](T x) { return one / x; });
       else map1(a, out, n, [](T x) { return int_div(1, x); });
       return;
     case ScalarOp::kSigmoid:
-      if constexpr (kFloat) map1(a, out, n, [one](T x) { return one / (one + std::exp(-x)); });
+      if constexpr (kFloat) map1(a, out, n, [](T x) { return one / (one + std::exp(-x)); });
       else map1(a, out, n, [](T x) { return via_double(x, [](double v) { return 1 / (1 + std::exp(-v)); }); });
       return;
     case ScalarOp::kFloor:
@@ -128,13 +128,13 @@ void apply_unary(ScalarOp op, const T* a, T* out, int64_t n) {
       else map1(a, out, n, [](T x) { return x; });
       return;
     case ScalarOp::kSign:  // keeps NaN and signed zero for floats
-      map1(a, out, n, [one, zero](T x) { return x > zero ? one : (x < zero ? -one : x); });
+      map1(a, out, n, [](T x) { return x > zero ? one : (x < zero ? -one : x); });
       return;
     case ScalarOp::kNot:
-      map1(a, out, n, [one, zero](T x) { return x == zero ? one : zero; });
+      map1(a, out, n, [](T x) { return x == zero ? one : zero; });
       return;
     case ScalarOp::kIsNaN:
-      map1(a, out, n, [one, zero](T x) { return x != x ? one : zero; });
+      map1(a, out, n, [](T x) { return x != x ? one : zero; });
       return;
     default:
       break;
@@ -178,7 +178,7 @@ void apply_unary(ScalarOp op, const T* a, T* out, int64_t n) {
 template <typename T>
 void apply_binary(ScalarOp op, const T* a, const T* b, T* out, int64_t n) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
-  const T one = T(1), zero = T(0);
+  constexpr T one = T(1), zero = T(0);  // constexpr: the lambdas below read them uncaptured
   switch (op) {
     case ScalarOp::kAdd:
       if constexpr (kFloat) map2(a, b, out, n, [](T x, T y) { return x + y; });
@@ -215,28 +215,28 @@ void apply_binary(ScalarOp op, const T* a, const T* b, T* out, int64_t n) {
       else map2(a, b, out, n, int_fmod);
       return;
     case ScalarOp::kLess:
-      map2(a, b, out, n, [one, zero](T x, T y) { return x < y ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return x < y ? one : zero; });
       return;
     case ScalarOp::kLessEqual:
-      map2(a, b, out, n, [one, zero](T x, T y) { return x <= y ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return x <= y ? one : zero; });
       return;
     case ScalarOp::kGreater:
-      map2(a, b, out, n, [one, zero](T x, T y) { return x > y ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return x > y ? one : zero; });
       return;
     case ScalarOp::kGreaterEqual:
-      map2(a, b, out, n, [one, zero](T x, T y) { return x >= y ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return x >= y ? one : zero; });
       return;
     case ScalarOp::kEqual:
-      map2(a, b, out, n, [one, zero](T x, T y) { return x == y ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return x == y ? one : zero; });
       return;
     case ScalarOp::kAnd:
-      map2(a, b, out, n, [one, zero](T x, T y) { return (x != zero && y != zero) ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return (x != zero && y != zero) ? one : zero; });
       return;
     case ScalarOp::kOr:
-      map2(a, b, out, n, [one, zero](T x, T y) { return (x != zero || y != zero) ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return (x != zero || y != zero) ? one : zero; });
       return;
     case ScalarOp::kXor:
-      map2(a, b, out, n, [one, zero](T x, T y) { return ((x != zero) != (y != zero)) ? one : zero; });
+      map2(a, b, out, n, [](T x, T y) { return ((x != zero) != (y != zero)) ? one : zero; });
       return;
     default:
       map1(a, out, n, [](T x) { return x; });  // unreachable: the program was validated

@@ -47,10 +47,11 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> custom_op_libs;  // every command takes --custom-op-lib and --target
   std::string target;
-  for (auto& [sub, action] : commands) {
-    opfuse::cli::add_custom_op_lib_flag(sub, custom_op_libs);
-    opfuse::cli::add_target_flag(sub, target);
-    action = [action, &custom_op_libs, &target]() -> opfuse::Status {
+  for (auto& command : commands) {
+    opfuse::cli::add_custom_op_lib_flag(command.first, custom_op_libs);
+    opfuse::cli::add_target_flag(command.first, target);
+    // A copy of the action, not a capture of the binding: clang 14 cannot capture those.
+    command.second = [action = command.second, &custom_op_libs, &target]() -> opfuse::Status {
       OPFUSE_TRY(opfuse::cli::apply_target_flag(target));
       OPFUSE_TRY(opfuse::cli::load_custom_op_libs(custom_op_libs));
       return action();
