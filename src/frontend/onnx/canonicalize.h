@@ -1,5 +1,6 @@
-// Older-opset node forms -> the opset-13+ forms the op records implement. Each conversion is a
-// table entry in canonicalize.cc; the importer routes every ONNX node through here.
+// Older- and newer-opset node forms -> the forms the op records implement (opsets 11-17, with
+// the attribute-to-input moves of opset 13). Each conversion is a table entry in
+// canonicalize.cc; the importer routes every ONNX node through here.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@ struct NodeDraft {
   std::string op_type;
   std::string domain;  // canonical: "" for ai.onnx
   std::string name;    // never empty (generated "<op_type>_<index>" when ONNX left it empty)
-  int64_t opset = 0;   // the opset of `domain` the node's semantics follow
+  int64_t opset = 0;   // the opset of `domain` the node's form follows (the model's import)
   std::vector<Value*> inputs;        // nullptr: omitted optional input
   std::vector<std::string> outputs;  // value names; never empty
   Attributes attrs;
@@ -32,7 +33,12 @@ struct CanonicalizeContext {
   std::function<Result<Node*>(NodeDraft)> add_node;
 };
 
-// Rewrites `node` into opset-13+ form and adds the resulting node(s) through ctx.add_node.
+// Rewrites `node` into the op records' form and adds the resulting node(s) through
+// ctx.add_node; a form no rule converts is an error naming the node.
 Status add_canonical_node(NodeDraft node, CanonicalizeContext& ctx);
+
+// Whether a default-domain `op_type` node at `opset` (outside the records' 11-17) has a
+// rewrite of its form (Slice-1's attributes, Upsample, Reduce*-18's axes input ...).
+bool has_version_rewrite(const std::string& op_type, int64_t opset);
 
 }  // namespace opfuse::onnx_import

@@ -1,5 +1,6 @@
 #include "frontend/onnx/graph_builder.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <queue>
@@ -27,7 +28,12 @@ class GraphBuilder {
   }
 
   Result<Graph> build(const onnx::ModelProto& model, const OnnxLoadOptions& options) {
-    OPFUSE_ASSIGN_OR_RETURN(graph_.opset_imports, read_opset_imports(model));
+    OPFUSE_ASSIGN_OR_RETURN(model_opsets_, read_opset_imports(model));
+    // Every default-domain node is read in the form of the op records' opsets (record_opset).
+    graph_.opset_imports = model_opsets_;
+    if (auto it = graph_.opset_imports.find(""); it != graph_.opset_imports.end()) {
+      it->second = std::clamp(it->second, kMinOnnxOpset, kMaxOnnxOpset);
+    }
     if (!proto_.name().empty()) graph_.name = proto_.name();
     reserve_names();
     OPFUSE_TRY(read_initializers());
@@ -153,27 +159,18 @@ class GraphBuilder {
     return Status::ok();
   }
 
-  // The opset a node's semantics follow. A pre-11 model is read as opset 11 node by node, when
-  // the node's op is unchanged between the model's opset and 11.
+  // The opset the model imports for the node's domain: the node's form follows it
+  // (canonicalize.cc reads older and newer default-domain forms as the op records' opsets).
   Result<int64_t> node_opset(int index) const {
     const onnx::NodeProto& n = proto_.node(index);
     const std::string domain = canonical_domain(n.domain());
-    auto it = graph_.opset_imports.find(domain);
-    if (it == graph_.opset_imports.end()) {
+    auto it = model_opsets_.find(domain);
+    if (it == model_opsets_.end()) {
       return Status::user_error(str_cat(node_label(index), ": op ", n.op_type(), " uses domain ",
                                         display_domain(domain),
                                         ", which the model does not import (opset_import)"));
     }
-    const int64_t opset = it->second;
-    if (!domain.empty() || opset >= kMinOnnxOpset || n.op_type() == "Constant") return opset;
-    const int64_t since = onnx_op_unchanged_since(n.op_type());
-    if (since == 0 || since > opset) {
-      return Status::user_error(str_cat(
-          node_label(index), ": op ", n.op_type(), " (domain ai.onnx, opset ", opset,
-          ") is not supported: opfuse implements opsets ", kMinOnnxOpset, "-", kMaxOnnxOpset,
-          " and ", n.op_type(), " changed between opset ", opset, " and ", kMinOnnxOpset));
-    }
-    return kMinOnnxOpset;
+    return it->second;
   }
 
   // "op Foo (domain ai.onnx, opset 13) is not supported", checked for every node before the
@@ -198,6 +195,12 @@ class GraphBuilder {
       OPFUSE_ASSIGN_OR_RETURN(int64_t opset, node_opset(i));
       const std::string domain = canonical_domain(n.domain());
       if (domain.empty() && n.op_type() == "Constant") continue;  // the importer's own job
+      if (domain.empty()) {
+        auto record = record_opset(n.op_type(), opset);
+        if (!record.is_ok()) return Status::user_error(str_cat(node_label(i), ": ", record.status().message()));
+        if (has_version_rewrite(n.op_type(), opset)) continue;  // checked once rewritten
+        opset = *record;
+      }
       OPFUSE_TRY(check_op(node_label(i), n.op_type(), domain, opset));
     }
     return Status::ok();
@@ -338,6 +341,7 @@ class GraphBuilder {
   const onnx::GraphProto& proto_;
   std::string base_dir_;
   Graph graph_;
+  std::map<std::string, int64_t> model_opsets_;  // as the model imports them
   std::unordered_map<std::string, Value*> values_;  // ONNX value name -> value
   std::unordered_set<std::string> reserved_;        // every value name the model uses
   std::string label_;                               // the node being read, for messages

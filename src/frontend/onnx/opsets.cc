@@ -1,7 +1,10 @@
 #include "frontend/onnx/opsets.h"
 
 #include <algorithm>
+#include <span>
 #include <string_view>
+
+#include "frontend/onnx/canonicalize.h"
 
 namespace opfuse::onnx_import {
 namespace {
@@ -39,6 +42,58 @@ constexpr UnchangedSince kUnchangedBefore11[] = {
 };
 // clang-format on
 
+// Ops whose schema changed at opset 11 only by accepting more than before (negative axes or
+// indices, an input made optional, more types, new attributes whose defaults keep the old
+// behaviour): a node of an older version from `since` on means what it means at 11. Checked
+// against the ONNX changelog; sorted by name.
+// clang-format off
+constexpr UnchangedSince kCompatibleBefore11[] = {
+    {"ArgMax", 1}, {"ArgMin", 1},                 // 11: negative axis
+    {"AveragePool", 1},                            // 7 count_include_pad, 10 ceil_mode: default off
+    {"Cast", 6},                                   // 9: string types
+    {"Concat", 4},                                 // 11: negative axis (4: axis required)
+    {"Conv", 1}, {"ConvTranspose", 1},             // 11: pads may be omitted
+    {"Dropout", 7},                                // 10: the mask's type
+    {"Equal", 7},                                  // 11: float types
+    {"Flatten", 1},                                // 9: types; 11: negative axis
+    {"Gather", 1},                                 // 11: negative indices
+    {"Gemm", 7},                                   // 9: types; 11: C optional
+    {"Greater", 7},                                // 9: types
+    {"Hardmax", 1}, {"Less", 7}, {"LogSoftmax", 1},  // 11: negative axis (2-D coercion: canonicalize)
+    {"MatMul", 1},                                 // 9: types
+    {"Max", 6},                                    // 8: broadcasting
+    {"MaxPool", 1},                                // 8 indices, 10 ceil_mode and dilations
+    {"Mean", 6}, {"Min", 6},                       // 8: broadcasting
+    {"PRelu", 7},                                  // 9: types
+    {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
+    {"ReduceMax", 1}, {"ReduceMean", 1}, {"ReduceMin", 1}, {"ReduceProd", 1}, {"ReduceSum", 1},
+    {"ReduceSumSquare", 1},                        // 11: negative axes
+    {"Slice", 10},                                 // 11: negative axes
+    {"Softmax", 1},                                // 11: negative axis
+    {"Split", 2},                                  // 11: negative axis
+    {"Squeeze", 1},                                // 11: negative axes
+    {"Sum", 6},                                    // 8: broadcasting
+    {"Unsqueeze", 1},                              // 11: negative axes
+};
+// clang-format on
+
+// Ops whose meaning changed in opsets 18-21 beyond new types and that canonicalize.cc does not
+// rewrite: a newer model using them is refused rather than read with opset-17 semantics.
+constexpr UnchangedSince kChangedAfter17[] = {
+    {"GridSample", 20},          // modes renamed, N-d
+    {"GroupNormalization", 21},  // per-channel scale and bias
+    {"LpPool", 18},              // ceil_mode
+    {"ScatterElements", 18},     // reduction max, min
+    {"ScatterND", 18},           // reduction max, min
+};
+
+int64_t since_in(std::span<const UnchangedSince> table, const std::string& op_type) {
+  for (const UnchangedSince& e : table) {
+    if (e.op == op_type) return e.since;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string canonical_domain(const std::string& domain) {
@@ -53,22 +108,33 @@ Result<std::map<std::string, int64_t>> read_opset_imports(const onnx::ModelProto
     if (versions.count(domain)) {
       return Status::user_error(str_cat("the model imports domain ", shown, " twice"));
     }
-    if (domain.empty() && (entry.version() < 1 || entry.version() > kMaxOnnxOpset)) {
+    if (domain.empty() && (entry.version() < 1 || entry.version() > kMaxImportedOpset)) {
       return Status::user_error(str_cat(
-          "opset ", entry.version(), " of domain ai.onnx is not supported (opfuse supports opsets ",
-          kMinOnnxOpset, "-", kMaxOnnxOpset, ")"));
+          "opset ", entry.version(), " of domain ai.onnx is not supported (opfuse reads opsets up to ",
+          kMaxImportedOpset, ")"));
     }
     versions[domain] = entry.version();
   }
   return versions;
 }
 
-int64_t onnx_op_unchanged_since(const std::string& op_type) {
-  const auto* end = std::end(kUnchangedBefore11);
-  const auto* it =
-      std::lower_bound(std::begin(kUnchangedBefore11), end, op_type,
-                       [](const UnchangedSince& e, const std::string& op) { return e.op < op; });
-  return it != end && it->op == op_type ? it->since : 0;
+Result<int64_t> record_opset(const std::string& op_type, int64_t opset) {
+  if (opset >= kMinOnnxOpset && opset <= kMaxOnnxOpset) return opset;
+  if (has_version_rewrite(op_type, opset)) return opset < kMinOnnxOpset ? kMinOnnxOpset : kMaxOnnxOpset;
+  if (opset > kMaxOnnxOpset) {
+    const int64_t changed = since_in(kChangedAfter17, op_type);
+    if (changed == 0 || changed > opset) return kMaxOnnxOpset;
+    return Status::user_error(str_cat("op ", op_type, " (domain ai.onnx, opset ", opset,
+                                      ") is not supported: its meaning changed at opset ", changed,
+                                      " and opfuse implements the opset-", kMaxOnnxOpset, " form"));
+  }
+  const int64_t unchanged = since_in(kUnchangedBefore11, op_type);
+  const int64_t compatible = since_in(kCompatibleBefore11, op_type);
+  if ((unchanged != 0 && unchanged <= opset) || (compatible != 0 && compatible <= opset)) return kMinOnnxOpset;
+  return Status::user_error(str_cat("op ", op_type, " (domain ai.onnx, opset ", opset,
+                                    ") is not supported: opfuse reads it from opset ",
+                                    std::max(unchanged, compatible) != 0 ? std::max(unchanged, compatible) : kMinOnnxOpset,
+                                    " on, and ", op_type, " changed between opset ", opset, " and ", kMinOnnxOpset));
 }
 
 }  // namespace opfuse::onnx_import
