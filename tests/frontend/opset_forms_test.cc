@@ -1,4 +1,5 @@
-// Import of forms from other opsets (frontend/onnx/canonicalize.cc, opsets.cc): each rewrite of
+// Import of forms from other opsets (frontend/onnx/canonicalize.cc, opsets.cc) and of Ifs on
+// constant conditions (constant_if.cc). Each rewrite of
 // an older (opset < 11) or newer (18-21) node form gives exactly the outputs of the same model
 // written in the form the op records implement; forms with no counterpart are refused naming
 // the node and what is unsupported.
@@ -291,6 +292,101 @@ TEST(OpsetForms, OpsUnchangedOrWidenedAcrossOpsetsReadAsTheRecords) {
   add_node(too_new, "Relu", {"x"}, {"y"}, "r", "");
   outputs(too_new, {"y"});
   expect_refused(too_new, {"opset 22", "ai.onnx", "not supported"});
+}
+
+// ---- If on a constant condition (frontend/onnx/constant_if.cc) ------------------------------
+
+void bool_init(onnx::GraphProto* g, const std::string& name, bool v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_int32_data(v ? 1 : 0);
+}
+onnx::GraphProto* branch(onnx::NodeProto* n, const std::string& name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+onnx::NodeProto* branch_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
+                             std::vector<std::string> out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  for (auto& i : in) n->add_input(i);
+  for (auto& o : out) n->add_output(o);
+  return n;
+}
+
+// y = If(true) { t = Relu(x) (outer x); If(false) { Neg(t) } else { Sigmoid(t) * w } } else { Neg(x) }:
+// nested, with a branch initializer, outer-scope reads and a Constant-node condition.
+TEST(ConstantIf, TakenBranchesAreInlinedNestedIncluded) {
+  onnx::ModelProto m = model(13, {2, 3});
+  bool_init(m.mutable_graph(), "flag", true);
+  auto* c = add_node(m, "Constant", {}, {"off"}, "off", "");
+  auto* v = c->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  v->mutable_t()->add_int32_data(0);
+  auto* outer = add_node(m, "If", {"flag"}, {"y"}, "outer", "");
+  onnx::GraphProto* then_g = branch(outer, "then_branch");
+  branch_node(then_g, "Relu", {"x"}, {"t"});
+  auto* inner = branch_node(then_g, "If", {"off"}, {"u"});
+  inner->set_name("inner");
+  onnx::GraphProto* inner_then = branch(inner, "then_branch");
+  branch_node(inner_then, "Neg", {"t"}, {"n"});
+  inner_then->add_output()->set_name("n");
+  onnx::GraphProto* inner_else = branch(inner, "else_branch");
+  auto* w = inner_else->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_float_data(2.5f);
+  branch_node(inner_else, "Sigmoid", {"t"}, {"s"});
+  branch_node(inner_else, "Mul", {"s", "w"}, {"m"});
+  inner_else->add_output()->set_name("m");
+  then_g->add_output()->set_name("u");
+  onnx::GraphProto* else_g = branch(outer, "else_branch");
+  branch_node(else_g, "Neg", {"x"}, {"e"});
+  else_g->add_output()->set_name("e");
+  outputs(m, {"y"});
+
+  onnx::ModelProto plain = model(13, {2, 3});
+  floats_init(plain, "w", {2.5f}, {});
+  plain.mutable_graph()->mutable_initializer(0)->clear_dims();
+  add_node(plain, "Relu", {"x"}, {"t"}, "relu", "");
+  add_node(plain, "Sigmoid", {"t"}, {"s"}, "sig", "");
+  add_node(plain, "Mul", {"s", "w"}, {"y"}, "mul", "");
+  outputs(plain, {"y"});
+  expect_same(m, plain, {2, 3}, 13);
+
+  auto g = load(m);
+  ASSERT_TRUE(g.is_ok());
+  for (const Node* n : g->nodes()) EXPECT_NE(n->op_type(), "If");
+}
+
+TEST(ConstantIf, AnIfOnARunTimeConditionIsStillRefused) {
+  onnx::ModelProto m = model(13, {2});
+  testing_onnx::add_value_info(m.mutable_graph()->mutable_input(), "c", {}, onnx::TensorProto::BOOL);
+  auto* n = add_node(m, "If", {"c"}, {"y"}, "gate", "");
+  branch_node(branch(n, "then_branch"), "Relu", {"x"}, {"r"})->set_name("r");
+  n->mutable_attribute(0)->mutable_g()->add_output()->set_name("r");
+  branch_node(branch(n, "else_branch"), "Neg", {"x"}, {"e"});
+  n->mutable_attribute(1)->mutable_g()->add_output()->set_name("e");
+  outputs(m, {"y"});
+  expect_refused(m, {"gate", "If"});
+}
+
+TEST(ConstantIf, ABranchWithTheWrongOutputCountIsNamed) {
+  onnx::ModelProto m = model(13, {2});
+  bool_init(m.mutable_graph(), "flag", false);
+  auto* n = add_node(m, "If", {"flag"}, {"y"}, "gate", "");
+  branch(n, "then_branch")->add_output()->set_name("x");
+  onnx::GraphProto* e = branch(n, "else_branch");
+  e->add_output()->set_name("x");
+  e->add_output()->set_name("x");
+  outputs(m, {"y"});
+  expect_refused(m, {"node 'gate' (If)", "else_branch has 2 outputs but the If has 1"});
 }
 
 }  // namespace

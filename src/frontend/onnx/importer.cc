@@ -11,6 +11,7 @@
 
 #include "core/target.h"
 #include "frontend/onnx/exporter.h"
+#include "frontend/onnx/constant_if.h"
 #include "frontend/onnx/functions.h"
 #include "frontend/onnx/graph_builder.h"
 
@@ -70,6 +71,8 @@ Result<Graph> load(std::string_view bytes, const std::string& base_dir,
   OPFUSE_TRY(check_optimised_target(model, source));
   // Model-local functions are composite ops: inline them so the fuser sees their primitives.
   if (Status s = onnx_import::inline_local_functions(model); !s.is_ok()) return s.with_context(source);
+  // An If on a constant condition is the branch it takes.
+  if (Status s = onnx_import::inline_constant_ifs(model); !s.is_ok()) return s.with_context(source);
   Result<Graph> graph = onnx_import::build_graph(model, base_dir, options);
   if (!graph.is_ok()) return graph.status().with_context(source);
   return graph;
