@@ -142,7 +142,9 @@ Result<std::vector<Tensor>> maxpool_compute(const Node& node, const std::vector<
         const T* row = xp + (id * g.in[1] + ih) * g.in[2];
         for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
           const int64_t iw = rw.start + kw * g.dilation[2];
-          if (bd < 0 || row[iw] > best) {
+          // NaN anywhere in the window gives NaN (as numpy's max in ONNX's reference), the
+          // first one's index.
+          if (bd < 0 || row[iw] > best || (row[iw] != row[iw] && best == best)) {
             best = row[iw];
             bd = id, bh = ih, bw = iw;
           }
@@ -268,7 +270,10 @@ Result<std::vector<Tensor>> global_pool_compute(const Node& node,
     const T* xp = xd + p * size;
     if (is_max) {
       T best = size ? xp[0] : -std::numeric_limits<T>::infinity();
-      for (int64_t i = 1; i < size; ++i) best = std::max(best, xp[i]);
+      // NaN anywhere gives NaN, whatever its position.
+      for (int64_t i = 1; i < size; ++i) {
+        if (best == best && (xp[i] > best || xp[i] != xp[i])) best = xp[i];
+      }
       yd[p] = best;
     } else {
       double sum = 0;  // accumulate in double: planes can be large

@@ -71,6 +71,21 @@ TEST_P(NonFiniteTest, ConvEpiloguesKeepNaN) {
   }
 }
 
+// MaxPool (padded, and the O3 blocked form after a conv) and GlobalMaxPool: a NaN anywhere in
+// a window gives NaN, as ONNX's MaxPool does; oneDNN's pooling alone would skip it (and turn an
+// all-NaN window into the lowest float).
+TEST_P(NonFiniteTest, MaxPoolsKeepNaNWhereverItIsInTheWindow) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,16,12,12]) {
+  %w: f32[16,16,1,1] = const splat 0.05
+  %p: f32[1,16,6,6] = MaxPool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} #pool
+  %c: f32[1,16,6,6] = Conv(%p, %w) {kernel_shape = [1, 1]} #conv
+  %q: f32[1,16,3,3] = MaxPool(%c) {kernel_shape = [2, 2], strides = [2, 2]} #pool2
+  %g: f32[1,16,1,1] = GlobalMaxPool(%x) #gpool
+  return %q, %g
+})";
+  expect_matches_eager(text, GetParam());
+}
+
 // MatMul + bias + Relu, Gemm + Relu, and Clip after a MatMul.
 TEST_P(NonFiniteTest, MatMulAndGemmEpiloguesKeepNaN) {
   const char* text = R"(graph @main opset 13 (%x: f32[8,64]) {

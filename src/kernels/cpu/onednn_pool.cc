@@ -1,6 +1,9 @@
 #include "kernels/cpu/onednn_pool.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/onednn_common.h"
 #include "ops/nn_common.h"
@@ -136,11 +139,51 @@ bool pool_supports(const KernelCompileContext& ctx) {
               }).has_value();
 }
 
+// oneDNN's max pooling drops NaN (a window of NaN gives the lowest float, one NaN among numbers
+// is skipped), where ONNX's MaxPool gives NaN. Where the node may see NaN (exact_non_finite),
+// the same primitive also pools a mask of the NaN lanes (1 where NaN, else 0), in the same
+// layout, and every window whose mask pools to 1 becomes NaN.
+class NanExactMaxPool final : public Kernel {
+ public:
+  explicit NanExactMaxPool(std::unique_ptr<Kernel> pool) : pool_(std::move(pool)) {}
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const override {
+    OPFUSE_TRY(pool_->run(inputs, outputs));
+    const Tensor& x = *inputs[0];
+    Tensor& y = *outputs[0];
+    const float* xd = x.data<float>();
+    bool any_nan = false;  // no early exit: the loop vectorises
+    for (int64_t i = 0; i < x.numel(); ++i) any_nan |= xd[i] != xd[i];
+    if (!any_nan) return Status::ok();
+    OPFUSE_ASSIGN_OR_RETURN(Tensor mask, Tensor::zeros(DType::kF32, x.dims()));
+    OPFUSE_ASSIGN_OR_RETURN(Tensor pooled, Tensor::zeros(DType::kF32, y.dims()));
+    float* md = mask.data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) md[i] = std::isnan(xd[i]) ? 1.0f : 0.0f;
+    std::vector<const Tensor*> mask_inputs(inputs.begin(), inputs.end());
+    mask_inputs[0] = &mask;
+    Tensor* pooled_out = &pooled;
+    OPFUSE_TRY(pool_->run(mask_inputs, std::span<Tensor* const>(&pooled_out, 1)));
+    const float* pd = pooled.data<float>();
+    float* yd = y.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (pd[i] > 0.0f) yd[i] = std::numeric_limits<float>::quiet_NaN();
+    }
+    return Status::ok();
+  }
+  std::string_view name() const override { return pool_->name(); }
+  std::string implementation() const override { return pool_->implementation() + ", NaN-exact"; }
+
+ private:
+  std::unique_ptr<Kernel> pool_;
+};
+
 template <std::optional<PoolGeometry> (*Geometry)(const KernelCompileContext&, bool), bool kMax>
 Result<std::unique_ptr<Kernel>> pool_create(const KernelCompileContext& ctx) {
   const auto g = Geometry(ctx, kMax);
   if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.pool node"));
-  return make_kernel("onednn.pool", ctx.node, [&] { return build_pool_plan(*g); });
+  OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> pool,
+                          make_kernel("onednn.pool", ctx.node, [&] { return build_pool_plan(*g); }));
+  if (kMax && ctx.exact_non_finite) return std::unique_ptr<Kernel>(std::make_unique<NanExactMaxPool>(std::move(pool)));
+  return pool;
 }
 
 }  // namespace
