@@ -59,7 +59,9 @@ constexpr UnchangedSince kCompatibleBefore11[] = {
     {"Gather", 1},                                 // 11: negative indices
     {"Gemm", 7},                                   // 9: types; 11: C optional
     {"Greater", 7},                                // 9: types
-    {"Hardmax", 1}, {"Less", 7}, {"LogSoftmax", 1},  // 11: negative axis (2-D coercion: canonicalize)
+    {"Hardmax", 1},                                // 11: negative axis (2-D coercion: canonicalize)
+    {"Less", 7},                                   // 9: types
+    {"LogSoftmax", 1},                             // 11: negative axis (2-D coercion: canonicalize)
     {"MatMul", 1},                                 // 9: types
     {"Max", 6},                                    // 8: broadcasting
     {"MaxPool", 1},                                // 8 indices, 10 ceil_mode and dilations
