@@ -116,6 +116,28 @@ TEST_P(NonFiniteTest, ConvTransposeReluKeepsNaN) {
   expect_matches_eager(text, GetParam());
 }
 
+// Every activation oneDNN could apply inside a ConvTranspose or MatMul, after NaN: the ones
+// whose oneDNN form does not keep NaN must run in our own pass (onednn_post_ops.cc).
+TEST_P(NonFiniteTest, LibraryActivationsAfterDeconvAndMatMulKeepNaN) {
+  for (const char* act : {"Sigmoid", "Tanh", "Elu", "Gelu", "HardSwish", "LeakyRelu", "SiLU"}) {
+    SCOPED_TRACE(act);
+    // SiLU: x * Sigmoid(x), the sigmoid_mul post-op (oneDNN's swish).
+    auto apply = [&](const char* in, const char* out, const char* shape) {
+      if (std::string(act) != "SiLU") return str_cat("  %", out, ": ", shape, " = ", act, "(%", in, ")\n");
+      return str_cat("  %", out, "_s: ", shape, " = Sigmoid(%", in, ")\n  %", out, ": ", shape, " = Mul(%", in,
+                     ", %", out, "_s)\n");
+    };
+    const std::string text = str_cat(R"(graph @main opset 13 (%x: f32[1,8,6,6], %m: f32[8,64]) {
+  %w: f32[8,4,3,3] = const splat 0.05
+  %wm: f32[64,48] = const splat 0.01
+  %c: f32[1,4,13,13] = ConvTranspose(%x, %w) {kernel_shape = [3, 3], strides = [2, 2]} #deconv
+)", apply("c", "y", "f32[1,4,13,13]"), R"(  %p: f32[8,48] = MatMul(%m, %wm) #mm
+)", apply("p", "z", "f32[8,48]"), R"(  return %y, %z
+})");
+    expect_matches_eager(text, GetParam());
+  }
+}
+
 // With every input finite the session runs a plan whose anchors clamp inside the library kernel
 // (nothing upstream can make NaN); an input holding NaN gets the NaN-exact plan, clamping in our
 // own pass. Both compute what eager mode computes.
