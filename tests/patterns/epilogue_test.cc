@@ -252,6 +252,36 @@ TEST(EpilogueTest, ResnetTinyFusedConvsAllGetTheOneDnnKernel) {
   EXPECT_GT(fused, 0);
 }
 
+// A ConvTranspose with fewer output channels than a vector holds runs its whole epilogue in our
+// own pass (oneDNN's deconvolution with a post-op is an order of magnitude slower there); a wide
+// one gives oneDNN the post-ops it keeps NaN through (a scalar scale: linear).
+TEST(EpilogueTest, NarrowConvTransposeKeepsItsEpilogueOutOfOneDnn) {
+  for (int64_t channels : {1, 32}) {
+    SCOPED_TRACE(channels);
+    Graph g;
+    g.opset_imports[""] = 13;
+    Value* x = g.add_input("x", DType::kF32, Tensor::zeros(DType::kF32, {1, 8, 5, 5}).value().shape());
+    Value* w = g.add_constant("w", random_tensor({8, channels, 2, 2}, 3));
+    Value* s = g.add_constant("s", Tensor::scalar<float>(0.5f));
+    Attributes attrs = {{"strides", Ints{2, 2}}};
+    Value* c = g.add_node("ConvTranspose", {x, w}, {"c"}, attrs, "deconv").value()->output(0);
+    g.add_output(g.add_node("Mul", {c, s}, {"y"}, {}, "scale").value()->output(0));
+    ASSERT_TRUE(infer_shapes(g).is_ok());
+    PassContext ctx;
+    ASSERT_TRUE(run_pipeline(g, OptLevel::kO2, {}, ctx).is_ok());
+    ASSERT_EQ(count(g, "FusedConvTranspose"), 1);
+    for (const Node* n : g.nodes()) {
+      if (n->op_type() != "FusedConvTranspose") continue;
+      std::vector<const Tensor*> constants;
+      for (const Value* v : n->inputs()) constants.push_back(v ? v->constant() : nullptr);
+      auto kernel = create_kernel(KernelCompileContext{*n, constants, 1});
+      ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+      const std::string impl = (*kernel)->implementation();
+      EXPECT_EQ(impl.find(", then linear") != std::string::npos, channels < 16) << impl;
+    }
+  }
+}
+
 // A new activation as an epilogue needs no file beyond its op record: ThresholdedRelu and Celu
 // after a MatMul and a Conv fuse at O2 and O3 (the O3 conv blocked), and every level matches
 // eager mode, NaN and Inf included.
