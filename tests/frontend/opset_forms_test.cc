@@ -165,6 +165,19 @@ TEST(OpsetForms, ClipAttributesOfOpset6AndTheirDefaults) {
   expect_same(old, now, {3, 4}, 11);
 }
 
+// The records' form of Upsample and Resize-10: Resize-13 by constant scales, nearest, with the
+// asymmetric transform and the given rounding.
+onnx::ModelProto asymmetric_resize(const std::vector<int64_t>& x_dims, const std::vector<float>& scales,
+                                   const std::string& nearest_mode, const std::string& node_name) {
+  onnx::ModelProto m = model(13, x_dims);
+  floats_init(m, "scales", scales);
+  auto* r = add_node(m, "Resize", {"x", "", "scales"}, {"y"}, node_name, "");
+  string_attr(r, "coordinate_transformation_mode", "asymmetric");
+  string_attr(r, "nearest_mode", nearest_mode);
+  outputs(m, {"y"});
+  return m;
+}
+
 TEST(OpsetForms, UpsampleIsResizeWithAsymmetricFloor) {
   for (int64_t opset : {7, 9}) {
     SCOPED_TRACE(opset);
@@ -179,13 +192,7 @@ TEST(OpsetForms, UpsampleIsResizeWithAsymmetricFloor) {
     }
     string_attr(n, "mode", "nearest");
     outputs(old, {"y"});
-    onnx::ModelProto now = model(13, {1, 2, 3, 3});
-    floats_init(now, "scales", {1, 1, 2, 3});
-    auto* r = add_node(now, "Resize", {"x", "", "scales"}, {"y"}, "u", "");
-    string_attr(r, "coordinate_transformation_mode", "asymmetric");
-    string_attr(r, "nearest_mode", "floor");
-    outputs(now, {"y"});
-    expect_same(old, now, {1, 2, 3, 3}, 11);
+    expect_same(old, asymmetric_resize({1, 2, 3, 3}, {1, 1, 2, 3}, "floor", "u"), {1, 2, 3, 3}, 11);
   }
 }
 
@@ -195,13 +202,7 @@ TEST(OpsetForms, Resize10DownsamplesRoundingUp) {
   floats_init(old, "scales", {1, 1, 0.6f, 0.6f});
   add_node(old, "Resize", {"x", "scales"}, {"y"}, "r", "");
   outputs(old, {"y"});
-  onnx::ModelProto now = model(13, {1, 1, 6, 6});
-  floats_init(now, "scales", {1, 1, 0.6f, 0.6f});
-  auto* r = add_node(now, "Resize", {"x", "", "scales"}, {"y"}, "r", "");
-  string_attr(r, "coordinate_transformation_mode", "asymmetric");
-  string_attr(r, "nearest_mode", "ceil");
-  outputs(now, {"y"});
-  expect_same(old, now, {1, 1, 6, 6}, 11);
+  expect_same(old, asymmetric_resize({1, 1, 6, 6}, {1, 1, 0.6f, 0.6f}, "ceil", "r"), {1, 1, 6, 6}, 11);
 }
 
 TEST(OpsetForms, BatchNormalizationSpatialOfOpset7) {

@@ -140,6 +140,9 @@ HWY_INLINE void RunEpilogue(const VectorEpilogue& e, float* HWY_RESTRICT y, cons
       const float* b = in.b >= 0 ? cur[in.b] : a;
       const float* c = in.c >= 0 ? cur[in.c] : a;
       const size_t sa = step[in.a], sb = in.b >= 0 ? step[in.b] : sa, sc = in.c >= 0 ? step[in.c] : sa;
+      // The same loop as the executor's register mode (hwy_executor.cc, RunFused) but with
+      // per-operand strides; sharing one helper made that mode 10-30% slower in
+      // opfuse_fused_bench's chains, so each keeps its own.
       VisitOp(in, [&](auto fn, auto arity) HWY_ATTR {
         constexpr int kArity = decltype(arity)::value;
         for (size_t u = 0; u < vectors; ++u) {
