@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev libomp-dev             # fuzzing (libFuzzer, sanitizers; scripts/fuzz.sh)
   libonnx-testdata                                # ONNX backend conformance tests
   python3 python3-numpy python3-onnx python3-torch python3-torchvision  # model zoo
+  python3-pybind11 python3-venv python3-setuptools python3-wheel python3-pytest  # Python package
+  libcpp-httplib-dev python3-yaml                 # `opfuse serve` (HTTP), its deploy manifests' tests
 )
 
 missing=()

@@ -16,9 +16,38 @@ namespace opfuse {
 
 // Compiled plans by input dims: a model with symbolic dims is compiled once per shape it meets.
 struct Session::PlanCache {
+  using Key = std::pair<std::vector<std::vector<int64_t>>, bool>;
+  struct Entry {
+    std::shared_ptr<const CompiledPlan> plan;
+    uint64_t last_used = 0;
+  };
   std::mutex mutex;
   // By input dims, and whether the plan assumes finite inputs (CompileOptions::inputs_finite).
-  std::map<std::pair<std::vector<std::vector<int64_t>>, bool>, std::shared_ptr<const CompiledPlan>> plans;
+  std::map<Key, Entry> plans;
+  uint64_t clock = 0;  // ticks on every lookup: the LRU order
+  int64_t compiles = 0;
+
+  std::shared_ptr<const CompiledPlan> find(const Key& key) {
+    auto it = plans.find(key);
+    if (it == plans.end()) return nullptr;
+    it->second.last_used = ++clock;
+    return it->second.plan;
+  }
+  // Keeps the first plan if two threads compiled the same key; then evicts down to `max_plans`.
+  std::shared_ptr<const CompiledPlan> insert(const Key& key, std::shared_ptr<const CompiledPlan> plan,
+                                             size_t max_plans) {
+    ++compiles;
+    auto [it, inserted] = plans.try_emplace(key, Entry{std::move(plan), 0});
+    it->second.last_used = ++clock;
+    while (max_plans > 0 && plans.size() > max_plans) {
+      auto oldest = plans.begin();
+      for (auto e = plans.begin(); e != plans.end(); ++e) {
+        if (e->second.last_used < oldest->second.last_used) oldest = e;
+      }
+      plans.erase(oldest);  // a run holding it keeps it alive through its shared_ptr
+    }
+    return it->second.plan;
+  }
 };
 
 std::string_view execution_mode_name(ExecutionMode mode) {
@@ -71,7 +100,7 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
       OPFUSE_ASSIGN_OR_RETURN(auto plan, session.compile_for(shapes, /*inputs_finite=*/true));
       std::vector<std::vector<int64_t>> dims;
       for (const Shape& s : shapes) dims.push_back(*static_dims(s));
-      session.plans_->plans[{dims, true}] = std::move(plan);
+      session.plans_->insert({dims, true}, std::move(plan), options.max_plans);
     }
   }
   return session;
@@ -110,13 +139,22 @@ Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& i
   }
   {
     std::lock_guard lock(plans_->mutex);
-    auto it = plans_->plans.find(key);
-    if (it != plans_->plans.end()) return it->second;
+    if (auto plan = plans_->find(key)) return plan;
   }
   // Compiled outside the lock; if two threads race, both compile and the first result is kept.
   OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes, key.second));
   std::lock_guard lock(plans_->mutex);
-  return plans_->plans.try_emplace(key, std::move(plan)).first->second;
+  return plans_->insert(key, std::move(plan), options_.max_plans);
+}
+
+int64_t Session::compile_count() const {
+  std::lock_guard lock(plans_->mutex);
+  return plans_->compiles;
+}
+
+size_t Session::cached_plan_count() const {
+  std::lock_guard lock(plans_->mutex);
+  return plans_->plans.size();
 }
 
 Status Session::check_inputs(const TensorMap& inputs) const {

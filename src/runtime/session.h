@@ -37,6 +37,10 @@ struct SessionOptions {
   // step_alternatives): what the tuner chooses from. A tuning record goes in
   // pipeline.fusion.tuning; create() refuses one made for another model or target.
   bool list_kernel_alternatives = false;
+  // Graph mode compiles a plan per input shape (and per finiteness of the inputs). At most this
+  // many are kept, the least recently used evicted first; 0 keeps every one. A server taking
+  // shapes from its clients sets it, so new shapes cannot grow its memory without bound.
+  size_t max_plans = 0;
 };
 
 // The name, dtype and (possibly symbolic) shape of a model input or output.
@@ -68,6 +72,9 @@ class Session {
   // (runtime/non_finite.h).
   Result<std::shared_ptr<const CompiledPlan>> plan_for(const TensorMap& inputs) const;
   const SessionOptions& options() const { return options_; }
+  // Plans compiled so far (evicted ones included), and plans held now.
+  int64_t compile_count() const;
+  size_t cached_plan_count() const;
 
  private:
   struct PlanCache;

@@ -24,5 +24,6 @@ Action add_profile_command(CLI::App& app);   // profile_command.cc
 Action add_validate_command(CLI::App& app);  // validate_command.cc
 Action add_optimize_command(CLI::App& app);  // optimize_command.cc
 Action add_tune_command(CLI::App& app);      // tune_command.cc
+Action add_serve_command(CLI::App& app);     // serve_command.cc
 
 }  // namespace opfuse::cli

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
                    opfuse::cli::add_bench_command, opfuse::cli::add_demo_command,
                    opfuse::cli::add_report_command, opfuse::cli::add_viz_command,
                    opfuse::cli::add_profile_command, opfuse::cli::add_validate_command,
-                   opfuse::cli::add_optimize_command, opfuse::cli::add_tune_command}) {
+                   opfuse::cli::add_optimize_command, opfuse::cli::add_tune_command,
+                   opfuse::cli::add_serve_command}) {
     const size_t before = app.get_subcommands({}).size();
     opfuse::cli::Action action = add(app);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
