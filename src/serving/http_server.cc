@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <charconv>
 #include <chrono>
 
 #include "serving/protocol.h"
@@ -159,14 +160,25 @@ void InferenceServer::add_routes() {
       return reply_error(res, found.status, found.error);
     }
     ModelVersion& v = *found.version;
-    auto finish = [&](int status, const std::string& body) {
-      reply(res, status, body);
+    auto finish = [&](int status, std::string body, const char* content_type = kJson) {
+      res.status = status;
+      res.set_content(std::move(body), content_type);
       metrics_.record_request(v.model, v.version, status,
                               std::chrono::duration<double>(Clock::now() - start).count());
     };
     if (found.status != 200) return finish(found.status, error_json(found.error));
     if (stopping_) return finish(503, error_json("the server is shutting down"));
-    auto request = parse_infer_request(req.body, *v.session);
+    std::optional<size_t> header_length;
+    if (req.has_header("Inference-Header-Content-Length")) {
+      const std::string text = req.get_header_value("Inference-Header-Content-Length");
+      size_t n = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        return finish(400, error_json(str_cat("Inference-Header-Content-Length '", text, "' is not a byte count")));
+      }
+      header_length = n;
+    }
+    auto request = parse_infer_request(req.body, header_length, *v.session);
     if (!request.is_ok()) return finish(400, error_json(request.status().message()));
     QueueReply answer = v.queue->submit(request->inputs, std::chrono::milliseconds(v.config.timeout_ms));
     switch (answer.kind) {
@@ -183,7 +195,10 @@ void InferenceServer::add_routes() {
       const Status& s = answer.outputs.status();
       return finish(s.kind() == ErrorKind::kUser ? 400 : 500, error_json(s.message()));
     }
-    finish(200, infer_response_json(v.model, v.version, *request, *answer.outputs, *v.session));
+    InferResponse response = infer_response(v.model, v.version, *request, *answer.outputs, *v.session);
+    if (response.header_length == 0) return finish(200, std::move(response.body));
+    res.set_header("Inference-Header-Content-Length", std::to_string(response.header_length));
+    finish(200, std::move(response.body), "application/octet-stream");
   });
   // The right path with the wrong method: say which method it takes.
   auto wrong_method = [this](const char* allowed) {

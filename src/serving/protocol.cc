@@ -1,6 +1,7 @@
 #include "serving/protocol.h"
 
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -186,7 +187,48 @@ Result<std::string> string_member(const json& object, const char* key, std::stri
   return value->get<std::string>();
 }
 
-Result<Tensor> parse_input(const json& entry, const Session& session, std::set<std::string>& seen) {
+// The raw bytes after the JSON header, handed out input by input in order.
+struct BinaryData {
+  std::string_view bytes;
+  size_t used = 0;
+};
+
+// "parameters": {"binary_data_size": N} of an input, if any.
+Result<std::optional<size_t>> binary_data_size(const json& entry, const std::string& what) {
+  const json* params = member(entry, "parameters");
+  if (params == nullptr) return std::optional<size_t>();
+  if (!params->is_object()) return Status::user_error(str_cat(what, ": \"parameters\" must be an object"));
+  const json* size = member(*params, "binary_data_size");
+  if (size == nullptr) return std::optional<size_t>();
+  if (!size->is_number_unsigned()) {
+    return Status::user_error(str_cat(what, ": \"binary_data_size\" must be an integer >= 0, got ", describe(*size)));
+  }
+  return std::optional<size_t>(size->get<uint64_t>());
+}
+
+Status read_binary(const std::string& what, size_t size, BinaryData& binary, Tensor& tensor) {
+  if (size != tensor.nbytes()) {
+    return Status::user_error(str_cat(what, ": binary_data_size is ", size, " bytes but shape ",
+                                      shape_to_string(make_shape(tensor.dims())), " of ", dtype_name(tensor.dtype()),
+                                      " needs ", tensor.nbytes()));
+  }
+  if (binary.bytes.size() - binary.used < size) {
+    return Status::user_error(str_cat(what, ": the body ends ", size - (binary.bytes.size() - binary.used),
+                                      " bytes before its binary data does"));
+  }
+  if (size > 0) std::memcpy(tensor.raw_data(), binary.bytes.data() + binary.used, size);
+  binary.used += size;
+  if (tensor.dtype() == DType::kBool) {
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      const auto byte = static_cast<const uint8_t*>(tensor.raw_data())[i];
+      if (byte > 1) return Status::user_error(str_cat(what, ": BOOL element ", i, " is byte ", +byte, ", not 0 or 1"));
+    }
+  }
+  return Status::ok();
+}
+
+Result<Tensor> parse_input(const json& entry, const Session& session, std::set<std::string>& seen,
+                           BinaryData& binary) {
   if (!entry.is_object()) {
     return Status::user_error(str_cat("each of \"inputs\" must be an object, got ", describe(entry)));
   }
@@ -213,11 +255,19 @@ Result<Tensor> parse_input(const json& entry, const Session& session, std::set<s
   if (shape == nullptr) return Status::user_error(str_cat(what, " has no \"shape\""));
   OPFUSE_ASSIGN_OR_RETURN(auto dims, parse_shape(name, *shape));
   OPFUSE_TRY(check_shape(*sig, dims));
+  OPFUSE_ASSIGN_OR_RETURN(auto binary_size, binary_data_size(entry, what));
   const json* data = member(entry, "data");
-  if (data == nullptr) return Status::user_error(str_cat(what, " has no \"data\""));
-  if (!data->is_array()) return Status::user_error(str_cat(what, ": \"data\" must be an array"));
+  if (binary_size && data != nullptr) {
+    return Status::user_error(str_cat(what, " has both \"data\" and binary data (binary_data_size)"));
+  }
+  if (!binary_size && data == nullptr) return Status::user_error(str_cat(what, " has no \"data\""));
+  if (data != nullptr && !data->is_array()) return Status::user_error(str_cat(what, ": \"data\" must be an array"));
   // zeros() refuses element counts that overflow or pass the allocation cap, before any work.
   OPFUSE_ASSIGN_OR_RETURN(Tensor tensor, Tensor::zeros(*dtype, dims, what));
+  if (binary_size) {
+    OPFUSE_TRY(read_binary(what, *binary_size, binary, tensor));
+    return tensor;
+  }
   DataReader reader(name, tensor);
   OPFUSE_TRY(reader.read(*data));
   OPFUSE_TRY(reader.finish());
@@ -308,10 +358,23 @@ std::optional<DType> parse_protocol_datatype(std::string_view name) {
   return std::nullopt;
 }
 
-Result<InferRequest> parse_infer_request(std::string_view body, const Session& session) {
+Result<InferRequest> parse_infer_request(std::string_view body, std::optional<size_t> header_length,
+                                         const Session& session) {
+  if (header_length && *header_length > body.size()) {
+    return Status::user_error(str_cat("Inference-Header-Content-Length is ", *header_length,
+                                      " but the body has only ", body.size(), " bytes"));
+  }
+  BinaryData binary{header_length ? body.substr(*header_length) : std::string_view()};
+  const std::string_view header = header_length ? body.substr(0, *header_length) : body;
+  // The JSON parser stops at a NUL byte as at the end: binary data sent without the header that
+  // says where it starts would otherwise pass unnoticed.
+  if (const size_t nul = header.find('\0'); nul != std::string_view::npos) {
+    return Status::user_error(str_cat("malformed JSON: a NUL byte at offset ", nul,
+                                      " (binary data needs the Inference-Header-Content-Length header)"));
+  }
   json root;
   try {
-    root = json::parse(body);
+    root = json::parse(header);
   } catch (const json::parse_error& e) {
     return Status::user_error(str_cat("malformed JSON: ", e.what()));
   }
@@ -327,12 +390,23 @@ Result<InferRequest> parse_infer_request(std::string_view body, const Session& s
   }
   std::set<std::string> seen;
   for (const json& entry : *inputs) {
-    OPFUSE_ASSIGN_OR_RETURN(Tensor tensor, parse_input(entry, session, seen));
+    OPFUSE_ASSIGN_OR_RETURN(Tensor tensor, parse_input(entry, session, seen, binary));
     request.inputs.emplace(entry["name"].get<std::string>(), std::move(tensor));
+  }
+  if (binary.used != binary.bytes.size()) {
+    return Status::user_error(str_cat("the body has ", binary.bytes.size() - binary.used,
+                                      " bytes of binary data beyond what the inputs' binary_data_size claim"));
   }
   for (const auto& sig : session.inputs()) {
     if (!seen.count(sig.name)) {
       return Status::user_error(str_cat("missing input '", sig.name, "' (", sig.to_string(), ")"));
+    }
+  }
+  if (const json* params = member(root, "parameters")) {
+    if (!params->is_object()) return Status::user_error("\"parameters\" must be an object");
+    if (const json* flag = member(*params, "binary_data_output")) {
+      if (!flag->is_boolean()) return Status::user_error("\"binary_data_output\" must be true or false");
+      request.all_outputs_binary = flag->get<bool>();
     }
   }
   if (const json* outputs = member(root, "outputs")) {
@@ -351,15 +425,21 @@ Result<InferRequest> parse_infer_request(std::string_view body, const Session& s
       if (!known) {
         return Status::user_error(str_cat("unknown output '", name, "'; the model's outputs are ", names));
       }
+      if (const json* params = member(entry, "parameters")) {
+        const json* flag = params->is_object() ? member(*params, "binary_data") : nullptr;
+        if (flag != nullptr && !flag->is_boolean()) {
+          return Status::user_error(str_cat("output '", name, "': \"binary_data\" must be true or false"));
+        }
+        if (flag != nullptr && flag->get<bool>()) request.binary_outputs.insert(name);
+      }
       request.outputs.push_back(std::move(name));
     }
   }
   return request;
 }
 
-std::string infer_response_json(const std::string& model, const std::string& version,
-                                const InferRequest& request, const TensorMap& outputs,
-                                const Session& session) {
+InferResponse infer_response(const std::string& model, const std::string& version, const InferRequest& request,
+                             const TensorMap& outputs, const Session& session) {
   std::vector<std::string> names = request.outputs;
   if (names.empty()) {
     for (const auto& sig : session.outputs()) names.push_back(sig.name);
@@ -367,16 +447,25 @@ std::string infer_response_json(const std::string& model, const std::string& ver
   std::string out = str_cat("{\"model_name\":", json(model).dump(), ",\"model_version\":", json(version).dump());
   if (!request.id.empty()) out += str_cat(",\"id\":", json(request.id).dump());
   out += ",\"outputs\":[";
+  std::vector<const Tensor*> binary;
   for (size_t i = 0; i < names.size(); ++i) {
     const Tensor& t = outputs.at(names[i]);
     out += str_cat(i ? "," : "", "{\"name\":", json(names[i]).dump(), ",\"datatype\":\"",
-                   protocol_datatype(t.dtype()).value_or("BYTES"), "\",\"shape\":", json(t.dims()).dump(),
-                   ",\"data\":[");
+                   protocol_datatype(t.dtype()).value_or("BYTES"), "\",\"shape\":", json(t.dims()).dump());
+    if (request.all_outputs_binary || request.binary_outputs.count(names[i])) {
+      out += str_cat(",\"parameters\":{\"binary_data_size\":", t.nbytes(), "}}");
+      binary.push_back(&t);
+      continue;
+    }
+    out += ",\"data\":[";
     append_data(out, t);
     out += "]}";
   }
   out += "]}";
-  return out;
+  if (binary.empty()) return {std::move(out), 0};
+  const size_t header_length = out.size();
+  for (const Tensor* t : binary) out.append(static_cast<const char*>(t->raw_data()), t->nbytes());
+  return {std::move(out), header_length};
 }
 
 nlohmann::json model_metadata_json(const std::string& model, const std::vector<std::string>& versions,

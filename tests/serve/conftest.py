@@ -51,6 +51,10 @@ class Server:
             resp = conn.getresponse()
             data = resp.read()
             ctype = resp.getheader("Content-Type", "")
+            header_length = resp.getheader("Inference-Header-Content-Length")
+            if header_length is not None:  # binary data extension: JSON header, then raw bytes
+                n = int(header_length)
+                return resp.status, (json.loads(data[:n]), data[n:])
             return resp.status, (json.loads(data) if ctype.startswith("application/json") else data.decode())
         finally:
             conn.close()

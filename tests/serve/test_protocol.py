@@ -1,6 +1,7 @@
 """The Open Inference Protocol v2 as `opfuse serve` speaks it: every endpoint, results equal to
 `opfuse run`, bad requests answered with the right 4xx and a JSON error while the server stays up,
 the time limit, the bounded queue, batching, plan compilation per shape, metrics, shutdown."""
+import json
 import re
 import subprocess
 import threading
@@ -114,8 +115,59 @@ def test_nan_and_infinity_travel_as_strings(server):
     assert not np.isnan(got[2:]).any()
 
 
-def bad(server, path, body, status, *words, method="POST"):
-    got_status, resp = server.request(method, path, body)
+def binary_request(arrays, datatypes, **top):
+    """A request in the binary data extension: JSON header, then each input's raw bytes."""
+    inputs = [{"name": n, "shape": list(a.shape), "datatype": datatypes[n],
+               "parameters": {"binary_data_size": a.nbytes}} for n, a in arrays.items()]
+    header = json.dumps(dict(top, inputs=inputs)).encode()
+    return header + b"".join(a.tobytes() for a in arrays.values()), {"Inference-Header-Content-Length": str(len(header))}
+
+
+def test_binary_data_extension_in_and_out(server):
+    body, x, mask = bert_request(batch=2, seed=5)
+    status, resp = server.request("POST", "/v2/models/bert/infer", body)
+    assert status == 200
+    want = output_array(resp["outputs"][0])
+    raw, headers = binary_request({"input": x, "attention_mask": mask}, {"input": "FP32", "attention_mask": "INT64"})
+    status, resp = server.request("POST", "/v2/models/bert/infer", raw, headers)
+    assert status == 200, resp
+    np.testing.assert_array_equal(output_array(resp["outputs"][0]), want)  # JSON out, same numbers
+    raw, headers = binary_request({"input": x, "attention_mask": mask}, {"input": "FP32", "attention_mask": "INT64"},
+                                  parameters={"binary_data_output": True})
+    status, (header, data) = server.request("POST", "/v2/models/bert/infer", raw, headers)
+    assert status == 200
+    (out,) = header["outputs"]
+    assert out["parameters"]["binary_data_size"] == len(data) == want.nbytes and "data" not in out
+    np.testing.assert_array_equal(np.frombuffer(data, np.float32).reshape(out["shape"]), want)
+    # A JSON input beside a binary one, and one output asked for in binary.
+    header = {"inputs": [{"name": "attention_mask", "shape": [2, 32], "datatype": "INT64", "data": mask.ravel().tolist()},
+                         {"name": "input", "shape": [2, 32, 128], "datatype": "FP32",
+                          "parameters": {"binary_data_size": x.nbytes}}],
+              "outputs": [{"name": "output", "parameters": {"binary_data": True}}]}
+    h = json.dumps(header).encode()
+    status, (header, data) = server.request("POST", "/v2/models/bert/infer", h + x.tobytes(),
+                                            {"Inference-Header-Content-Length": str(len(h))})
+    assert status == 200
+    np.testing.assert_array_equal(np.frombuffer(data, np.float32).reshape(2, 32, 128), want)
+
+
+def test_bad_binary_requests(server):
+    x = np.zeros((8, 256), np.float32)
+    raw, headers = binary_request({"input": x}, {"input": "FP32"})
+    infer = "/v2/models/mlp/infer"
+    bad(server, infer, raw[:-4], 400, "ends 4 bytes before", headers=headers)
+    bad(server, infer, raw + b"1234", 400, "4 bytes of binary data beyond", headers=headers)
+    bad(server, infer, raw, 400, "malformed JSON")  # binary data without the header that says where it starts
+    bad(server, infer, raw, 400, "Inference-Header-Content-Length", headers={"Inference-Header-Content-Length": "12x"})
+    bad(server, infer, raw, 400, "only", headers={"Inference-Header-Content-Length": str(len(raw) + 1)})
+    h = json.dumps({"inputs": [{"name": "input", "shape": [8, 256], "datatype": "FP32",
+                                "parameters": {"binary_data_size": 100}}]}).encode()
+    bad(server, infer, h + bytes(100), 400, "binary_data_size is 100 bytes", "8192",
+        headers={"Inference-Header-Content-Length": str(len(h))})
+
+
+def bad(server, path, body, status, *words, method="POST", headers=None):
+    got_status, resp = server.request(method, path, body, headers)
     assert got_status == status, (got_status, resp)
     assert isinstance(resp, dict) and isinstance(resp.get("error"), str), resp
     for w in words:
@@ -173,11 +225,13 @@ def test_time_limit_gives_504(server):
 
 
 def test_full_queue_gives_503(server):
-    body, _, _ = bert_request(batch=32)
+    # Binary, so that all requests arrive while the first compiles its new shape and runs.
+    _, x, mask = bert_request(batch=64)
+    raw, headers = binary_request({"input": x, "attention_mask": mask}, {"input": "FP32", "attention_mask": "INT64"})
     results = []
     def post():
-        results.append(server.request("POST", "/v2/models/narrow/infer", body))
-    threads = [threading.Thread(target=post) for _ in range(8)]
+        results.append(server.request("POST", "/v2/models/narrow/infer", raw, headers))
+    threads = [threading.Thread(target=post) for _ in range(12)]
     for t in threads:
         t.start()
     for t in threads:
