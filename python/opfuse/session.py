@@ -229,7 +229,7 @@ class InferenceSession:
         return list(self._outputs)
 
     def get_overridable_initializers(self):
-        """None: opfuse folds initializers into the compiled model as constants."""
+        """[]: opfuse folds initializers into the compiled model as constants; none can be fed."""
         return []
 
     def get_providers(self):
