@@ -44,6 +44,9 @@ InferenceServer::InferenceServer(ModelRepository& repository, ServerOptions opti
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_keep_alive_timeout(5);
+  // A response goes out as two writes (headers, body); with Nagle's algorithm the second waits for
+  // the client's delayed ACK of the first: 40 ms per request over loopback, measured.
+  http_->set_tcp_nodelay(true);
   http_->set_read_timeout(30);
   add_routes();
 }
