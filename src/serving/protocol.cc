@@ -1,5 +1,7 @@
 #include "serving/protocol.h"
 
+#include "serving/json_reader.h"
+
 #include <charconv>
 #include <cstring>
 #include <cmath>
@@ -366,18 +368,12 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
   }
   BinaryData binary{header_length ? body.substr(*header_length) : std::string_view()};
   const std::string_view header = header_length ? body.substr(0, *header_length) : body;
-  // The JSON parser stops at a NUL byte as at the end: binary data sent without the header that
-  // says where it starts would otherwise pass unnoticed.
+  // Binary data sent without the header that says where it starts: say what is missing.
   if (const size_t nul = header.find('\0'); nul != std::string_view::npos) {
     return Status::user_error(str_cat("malformed JSON: a NUL byte at offset ", nul,
                                       " (binary data needs the Inference-Header-Content-Length header)"));
   }
-  json root;
-  try {
-    root = json::parse(header);
-  } catch (const json::parse_error& e) {
-    return Status::user_error(str_cat("malformed JSON: ", e.what()));
-  }
+  OPFUSE_ASSIGN_OR_RETURN(json root, parse_json(header));
   if (!root.is_object()) return Status::user_error("the request body must be a JSON object");
   InferRequest request;
   if (const json* id = member(root, "id")) {
