@@ -28,6 +28,9 @@ Status load_version(ModelVersion& v) {
   if (options.threads == 0 && v.config.instances > 1) {
     options.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / v.config.instances);
   }
+  // Batching makes a plan per total batch size it meets (1 to max_batch rows): a smaller cache
+  // would evict and recompile them over and over.
+  options.max_plans = std::max(options.max_plans, static_cast<size_t>(v.config.max_batch));
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(v.path));
   OPFUSE_ASSIGN_OR_RETURN(Session session, Session::create(std::move(graph), options));
   v.session = std::make_shared<const Session>(std::move(session));

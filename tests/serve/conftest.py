@@ -82,7 +82,8 @@ class Server:
 def repo(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo")
     add_model(repo, "mlp", "mlp", config={"level": "O2"})
-    add_model(repo, "bert", "bert_tiny", versions=(1, 2), config={"max_batch": 16, "plan_cache": 2, "instances": 2})
+    add_model(repo, "bert", "bert_tiny", versions=(1, 2), config={"max_batch": 16, "instances": 2})
+    add_model(repo, "shapes", "bert_tiny", config={"plan_cache": 2})
     add_model(repo, "slow", "bert_tiny", config={"timeout_ms": 1})
     add_model(repo, "narrow", "bert_tiny", config={"max_queue": 1})
     (repo / "broken" / "1").mkdir(parents=True)

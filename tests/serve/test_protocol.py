@@ -277,9 +277,22 @@ def test_metrics(server):
     assert value(r'opfuse_request_duration_seconds_count\{model="mlp",version="1"\}') >= 2
     assert value(r'opfuse_request_duration_seconds_bucket\{model="mlp",version="1",le="\+Inf"\}') >= 2
     assert value(r'opfuse_compiles_total\{model="bert",version="2"\}') >= 2  # batch 1 at load, then others
-    assert value(r'opfuse_plans_cached\{model="bert",version="2"\}') <= 2  # plan_cache
     assert value(r'opfuse_queue_depth\{model="mlp",version="1"\}') == 0
     assert value(r'opfuse_refused_requests_total\{code="404"\}') >= 1
+
+
+def test_a_plan_per_new_shape_in_a_bounded_cache(server):
+    def metric(name):
+        text = server.request("GET", "/metrics")[1]
+        return float(re.search(name + r'\{model="shapes",version="1"\} (\S+)', text).group(1))
+    compiled = metric("opfuse_compiles_total")
+    for batch in (2, 3, 4, 2):
+        body, _, _ = bert_request(batch=batch)
+        status, resp = server.request("POST", "/v2/models/shapes/infer", body)
+        assert status == 200 and resp["outputs"][0]["shape"] == [batch, 32, 128]
+    # 2, 3 and 4 are new shapes; the second 2 was evicted by 4 (plan_cache 2: 3 and 4 remain).
+    assert metric("opfuse_compiles_total") == compiled + 4
+    assert metric("opfuse_plans_cached") == 2
 
 
 def test_sigterm_finishes_requests_in_flight(tmp_path):
