@@ -19,7 +19,7 @@
 #include "passes/fusion_rules.h"
 #include "passes/tuning_record.h"
 #include "pipelines/pipeline.h"
-#include "random_inputs.h"
+#include "runtime/random_inputs.h"
 #include "report/fusion_analysis.h"
 #include "report/fusion_report.h"
 #include "report/profiler.h"

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+
 namespace opfuse::serving {
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "core/file_io.h"
 #include "core/npy.h"
-#include "core/random.h"
+#include "runtime/random_inputs.h"
 #include "passes/tuning_record.h"
 #include "frontend/onnx/importer.h"
 #include "kernels/target_caps.h"
@@ -186,28 +186,7 @@ Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags)
   }
   if (!flags.random) return inputs;
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(flags.dims));
-  Random rng(flags.seed);
-  for (const TensorSignature& sig : session.inputs()) {
-    if (inputs.count(sig.name)) continue;
-    if (!sig.shape) {
-      return Status::user_error(str_cat("input '", sig.name,
-                                        "' has unknown rank; give it with --input NAME=FILE.npy"));
-    }
-    std::vector<int64_t> dims;
-    for (const Dim& d : *sig.shape) {
-      if (d.is_known()) {
-        dims.push_back(d.value());
-      } else if (d.is_symbolic() && symbols.count(d.symbol_name())) {
-        dims.push_back(symbols[d.symbol_name()]);
-      } else {
-        dims.push_back(1);
-      }
-    }
-    OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(sig.dtype, dims, str_cat("input '", sig.name, "'")));
-    fill_uniform(t, rng, is_float(sig.dtype) ? -1.0 : 0.0, is_float(sig.dtype) ? 1.0 : 2.0);
-    inputs[sig.name] = std::move(t);
-  }
-  return inputs;
+  return random_inputs(session, flags.seed, symbols, std::move(inputs));
 }
 
 Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,

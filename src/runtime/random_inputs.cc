@@ -1,4 +1,4 @@
-#include "random_inputs.h"
+#include "runtime/random_inputs.h"
 
 #include <vector>
 
@@ -6,12 +6,13 @@
 
 namespace opfuse {
 
-Result<TensorMap> random_inputs(const Session& session, uint64_t seed, const std::map<std::string, int64_t>& dims) {
+Result<TensorMap> random_inputs(const Session& session, uint64_t seed, const std::map<std::string, int64_t>& dims,
+                                TensorMap given) {
   Random rng(seed);
-  TensorMap inputs;
   for (const TensorSignature& sig : session.inputs()) {
+    if (given.count(sig.name)) continue;
     if (!sig.shape) {
-      return Status::user_error(str_cat("input '", sig.name, "' has unknown rank; pass it in `inputs`"));
+      return Status::user_error(str_cat("input '", sig.name, "' has unknown rank: give its data explicitly"));
     }
     std::vector<int64_t> sizes;
     for (const Dim& d : *sig.shape) {
@@ -25,9 +26,9 @@ Result<TensorMap> random_inputs(const Session& session, uint64_t seed, const std
     }
     OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(sig.dtype, sizes, str_cat("input '", sig.name, "'")));
     fill_uniform(t, rng, is_float(sig.dtype) ? -1.0 : 0.0, is_float(sig.dtype) ? 1.0 : 2.0);
-    inputs[sig.name] = std::move(t);
+    given[sig.name] = std::move(t);
   }
-  return inputs;
+  return given;
 }
 
 }  // namespace opfuse
