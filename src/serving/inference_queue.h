@@ -55,6 +55,8 @@ class InferenceQueue {
  private:
   struct Job;
   void work();
+  // The next request and, when batching, the queued ones that stack with it. `lock` (of mutex_)
+  // is only the proof that the caller holds it.
   std::vector<std::shared_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
   void run_batch(const std::vector<std::shared_ptr<Job>>& jobs);
 

@@ -1,12 +1,12 @@
 #include "serving/protocol.h"
 
-#include "serving/json_reader.h"
-
 #include <charconv>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
+
+#include "serving/json_reader.h"
 
 namespace opfuse::serving {
 namespace {
