@@ -17,24 +17,7 @@ constexpr int64_t kColumnBudgetBytes = int64_t{16} << 20;
 
 Status infer_conv(InferContext& ctx) {
   OPFUSE_ASSIGN_OR_RETURN(DType t, check_float_inputs(ctx, {0, 1, 2}));
-  OPFUSE_ASSIGN_OR_RETURN(auto info, check_conv_shapes(ctx, false));
-  if (!info) {
-    ctx.set_output(0, t, std::nullopt);
-    return Status::ok();
-  }
-  const std::string who = ctx.node().describe();
-  OPFUSE_ASSIGN_OR_RETURN(WindowAttrs w, read_window_attrs(ctx.attrs(), info->spatial,
-                                                           info->weight_kernel, true, who));
-  const Shape& xs = *ctx.input_shape(0);
-  const Dim m = ctx.input_shape(1) ? (*ctx.input_shape(1))[0] : Dim::unknown();
-  OPFUSE_TRY(check_bias(ctx, m));
-  Shape out = {xs[0], m};
-  for (size_t i = 0; i < info->spatial; ++i) {
-    const Dim& in = xs[2 + i];
-    OPFUSE_ASSIGN_OR_RETURN(WindowDim d,
-                            window_dim(w, i, in.is_known() ? in.value() : -1, false, who));
-    out.push_back(d.out >= 0 ? Dim(d.out) : Dim::unknown());
-  }
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, conv_output_shape(ctx));
   ctx.set_output(0, t, std::move(out));
   return Status::ok();
 }
@@ -188,6 +171,26 @@ Status conv_kernel(KernelContext& ctx) {
 int64_t conv_flops(const Node& node) { return conv_family_flops(node.output(0), node.input(1)); }
 
 }  // namespace
+
+Result<std::optional<Shape>> conv_output_shape(const InferContext& ctx, size_t x, size_t w,
+                                               size_t b) {
+  OPFUSE_ASSIGN_OR_RETURN(auto info, check_conv_shapes(ctx, false, x, w));
+  if (!info) return std::optional<Shape>();
+  const std::string who = ctx.node().describe();
+  OPFUSE_ASSIGN_OR_RETURN(WindowAttrs wa, read_window_attrs(ctx.attrs(), info->spatial,
+                                                            info->weight_kernel, true, who));
+  const Shape& xs = *ctx.input_shape(x);
+  const Dim m = ctx.input_shape(w) ? (*ctx.input_shape(w))[0] : Dim::unknown();
+  OPFUSE_TRY(check_bias(ctx, m, b));
+  Shape out = {xs[0], m};
+  for (size_t i = 0; i < info->spatial; ++i) {
+    const Dim& in = xs[2 + i];
+    OPFUSE_ASSIGN_OR_RETURN(WindowDim d,
+                            window_dim(wa, i, in.is_known() ? in.value() : -1, false, who));
+    out.push_back(d.out >= 0 ? Dim(d.out) : Dim::unknown());
+  }
+  return std::optional<Shape>(std::move(out));
+}
 
 std::vector<OpDef> conv_ops() {
   std::vector<OpDef> ops;

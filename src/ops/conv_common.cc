@@ -98,13 +98,14 @@ Result<ConvSetup> conv_setup(const Node& node, const Tensor& x, const Tensor& w,
   return s;
 }
 
-Result<std::optional<ConvInferInfo>> check_conv_shapes(const InferContext& ctx, bool transpose) {
+Result<std::optional<ConvInferInfo>> check_conv_shapes(const InferContext& ctx, bool transpose,
+                                                       size_t x, size_t w) {
   const std::string who = ctx.node().describe();
   ConvInferInfo info;
   info.group = ctx.attrs().get_int("group");
   if (info.group < 1) return ctx.error(str_cat("group must be at least 1, got ", info.group));
-  const auto& xs = ctx.input_shape(0);
-  const auto& ws = ctx.input_shape(1);
+  const auto& xs = ctx.input_shape(x);
+  const auto& ws = ctx.input_shape(w);
   if (!xs) return std::optional<ConvInferInfo>();  // rank unknown: nothing more to say
   const size_t rank = xs->size();
   if (rank < 3 || rank > 5) {
@@ -142,9 +143,9 @@ Result<std::optional<ConvInferInfo>> check_conv_shapes(const InferContext& ctx, 
   return std::optional<ConvInferInfo>(std::move(info));
 }
 
-Status check_bias(const InferContext& ctx, const Dim& out_channels) {
-  if (!ctx.has_input(2) || !ctx.input_shape(2)) return Status::ok();
-  const Shape& bs = *ctx.input_shape(2);
+Status check_bias(const InferContext& ctx, const Dim& out_channels, size_t b) {
+  if (!ctx.has_input(b) || !ctx.input_shape(b)) return Status::ok();
+  const Shape& bs = *ctx.input_shape(b);
   if (bs.size() != 1 || (bs[0].is_known() && out_channels.is_known() && bs[0] != out_channels)) {
     return ctx.error(str_cat("bias B has shape ", shape_to_string(bs), "; expected [",
                              out_channels.to_string(), "]"));

@@ -37,15 +37,23 @@ Result<ConvSetup> conv_setup(const Node& node, const Tensor& x, const Tensor& w,
                              bool transpose);
 
 // Inference-time checks shared by both ops: ranks, group, channel counts (Conv's W is
-// [M, C/g, k...], ConvTranspose's [C, M/g, k...]). Nullopt when X's rank is unknown.
+// [M, C/g, k...], ConvTranspose's [C, M/g, k...]). Nullopt when X's rank is unknown. X and W
+// are inputs `x` and `w` of the node (QLinearConv has scales and zero points between them).
 struct ConvInferInfo {
   size_t spatial = 0;
   int64_t group = 1;
   std::vector<int64_t> weight_kernel;  // -1 unknown
 };
-Result<std::optional<ConvInferInfo>> check_conv_shapes(const InferContext& ctx, bool transpose);
-// B, when present with a known shape, must be [out_channels].
-Status check_bias(const InferContext& ctx, const Dim& out_channels);
+Result<std::optional<ConvInferInfo>> check_conv_shapes(const InferContext& ctx, bool transpose,
+                                                       size_t x = 0, size_t w = 1);
+// B (input `b`), when present with a known shape, must be [out_channels].
+Status check_bias(const InferContext& ctx, const Dim& out_channels, size_t b = 2);
+
+// Conv's output shape from X, W and B (inputs `x`, `w`, `b`) and the window attributes, symbolic
+// dims kept; nullopt when X's rank is unknown. Shared by Conv (ops/conv.cc), ConvInteger and
+// QLinearConv (ops/integer_conv.cc).
+Result<std::optional<Shape>> conv_output_shape(const InferContext& ctx, size_t x = 0, size_t w = 1,
+                                               size_t b = 2);
 
 // The ConvTranspose record (ops/conv_transpose.cc); conv_ops() lists it after Conv.
 OpDef conv_transpose_def();

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include "ops/gemm_reference.h"
+#include "ops/matmul_common.h"
 #include "ops/nn_common.h"
 
 namespace opfuse {
@@ -12,58 +13,9 @@ namespace {
 
 Status infer_matmul(InferContext& ctx) {
   OPFUSE_ASSIGN_OR_RETURN(DType t, check_float_inputs(ctx, {0, 1}));
-  const auto& as = ctx.input_shape(0);
-  const auto& bs = ctx.input_shape(1);
-  if (!as || !bs) {
-    ctx.set_output(0, t, std::nullopt);
-    return Status::ok();
-  }
-  if (as->empty() || bs->empty()) {
-    return ctx.error(str_cat("operands must have rank >= 1, got ", shape_to_string(*as), " and ",
-                             shape_to_string(*bs)));
-  }
-  // numpy: a 1-d A is a row [1, K], a 1-d B a column [K, 1]; the added dim is dropped again.
-  Shape a = as->size() == 1 ? Shape{Dim(1), (*as)[0]} : *as;
-  Shape b = bs->size() == 1 ? Shape{(*bs)[0], Dim(1)} : *bs;
-  const Dim& ka = a[a.size() - 1];
-  const Dim& kb = b[b.size() - 2];
-  if (ka.is_known() && kb.is_known() && ka != kb) {
-    return ctx.error(str_cat("inner dims differ: A ", shape_to_string(*as), " and B ",
-                             shape_to_string(*bs)));
-  }
-  OPFUSE_ASSIGN_OR_RETURN(
-      Shape out, broadcast_shapes({Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2)},
-                                  ctx.node().describe() + " batch dims"));
-  if (as->size() > 1) out.push_back(a[a.size() - 2]);
-  if (bs->size() > 1) out.push_back(b[b.size() - 1]);
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, matmul_output_shape(ctx, 0, 1));
   ctx.set_output(0, t, std::move(out));
   return Status::ok();
-}
-
-// Batch offsets into a row-major tensor of `dims` for every index of the broadcast `batch`
-// (dims of size 1 repeat).
-std::vector<int64_t> broadcast_offsets(const std::vector<int64_t>& dims,
-                                       const std::vector<int64_t>& batch, int64_t matrix_size) {
-  const size_t rank = batch.size(), offset = rank - dims.size();
-  std::vector<int64_t> strides(rank, 0);
-  int64_t stride = matrix_size;
-  for (size_t i = dims.size(); i-- > 0;) {
-    strides[offset + i] = dims[i] == 1 ? 0 : stride;
-    stride *= dims[i];
-  }
-  std::vector<int64_t> offsets;
-  std::vector<int64_t> index(rank, 0);
-  const int64_t count = numel_of(batch);
-  for (int64_t n = 0; n < count; ++n) {
-    int64_t off = 0;
-    for (size_t i = 0; i < rank; ++i) off += index[i] * strides[i];
-    offsets.push_back(off);
-    for (size_t i = rank; i-- > 0;) {
-      if (++index[i] < batch[i]) break;
-      index[i] = 0;
-    }
-  }
-  return offsets;
 }
 
 template <typename T>
@@ -226,6 +178,56 @@ int64_t gemm_flops(const Node& node) {
 }
 
 }  // namespace
+
+Result<std::optional<Shape>> matmul_output_shape(const InferContext& ctx, size_t a_index,
+                                                 size_t b_index) {
+  const auto& as = ctx.input_shape(a_index);
+  const auto& bs = ctx.input_shape(b_index);
+  if (!as || !bs) return std::optional<Shape>();
+  if (as->empty() || bs->empty()) {
+    return ctx.error(str_cat("operands must have rank >= 1, got ", shape_to_string(*as), " and ",
+                             shape_to_string(*bs)));
+  }
+  // numpy: a 1-d A is a row [1, K], a 1-d B a column [K, 1]; the added dim is dropped again.
+  Shape a = as->size() == 1 ? Shape{Dim(1), (*as)[0]} : *as;
+  Shape b = bs->size() == 1 ? Shape{(*bs)[0], Dim(1)} : *bs;
+  const Dim& ka = a[a.size() - 1];
+  const Dim& kb = b[b.size() - 2];
+  if (ka.is_known() && kb.is_known() && ka != kb) {
+    return ctx.error(str_cat("inner dims differ: A ", shape_to_string(*as), " and B ",
+                             shape_to_string(*bs)));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(
+      Shape out, broadcast_shapes({Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2)},
+                                  ctx.node().describe() + " batch dims"));
+  if (as->size() > 1) out.push_back(a[a.size() - 2]);
+  if (bs->size() > 1) out.push_back(b[b.size() - 1]);
+  return std::optional<Shape>(std::move(out));
+}
+
+std::vector<int64_t> broadcast_offsets(const std::vector<int64_t>& dims,
+                                       const std::vector<int64_t>& batch, int64_t matrix_size) {
+  const size_t rank = batch.size(), offset = rank - dims.size();
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = matrix_size;
+  for (size_t i = dims.size(); i-- > 0;) {
+    strides[offset + i] = dims[i] == 1 ? 0 : stride;
+    stride *= dims[i];
+  }
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> index(rank, 0);
+  const int64_t count = numel_of(batch);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t off = 0;
+    for (size_t i = 0; i < rank; ++i) off += index[i] * strides[i];
+    offsets.push_back(off);
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < batch[i]) break;
+      index[i] = 0;
+    }
+  }
+  return offsets;
+}
 
 std::vector<OpDef> matmul_ops() {
   std::vector<OpDef> ops;
