@@ -13,6 +13,9 @@ std::vector<OpDef> nn_ops();           // ops/nn.cc: Conv, ConvTranspose, pools,
 std::vector<OpDef> reduction_ops();    // ops/reduction.cc: Reduce*, Softmax, LayerNormalization
 std::vector<OpDef> tensor_ops();       // ops/tensor.cc: Reshape, Transpose, Concat, Slice, Gather, Pad ...
 std::vector<OpDef> resize_ops();
+// ops/quantize_common.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+// ConvInteger, QLinearMatMul, QLinearConv
+std::vector<OpDef> quantization_ops();
 std::vector<OpDef> fused_region_ops();  // ops/fused_region.cc: opfuse::FusedRegion (region fusion)
 std::vector<OpDef> fused_matmul_ops();  // ops/fused_matmul.cc: opfuse::FusedMatMul, FusedGemm
 std::vector<OpDef> fused_attention_ops();  // ops/fused_attention.cc: opfuse::FusedAttention

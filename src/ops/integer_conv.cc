@@ -1,0 +1,238 @@
+// ConvInteger and QLinearConv (opset 10): Conv's geometry (ops/conv_common.h: pads, strides,
+// dilations, group, auto_pad, kernel_shape) over u8/i8 data less its zero points, summed exactly
+// in integers. Padding contributes nothing: a padded element counts as x's zero point, which is
+// what the ONNX node tests expect. ConvInteger returns the int32 sums; QLinearConv adds its int32
+// bias and requantizes with x_scale * w_scale / y_scale (w_scale per tensor or per output
+// channel). A direct loop nest, not a GEMM: these are reference kernels (no fast int8 kernels yet).
+#include <omp.h>
+
+#include <limits>
+
+#include "ops/conv_common.h"
+#include "ops/quantize_common.h"
+
+namespace opfuse {
+namespace {
+
+// Sums of (x - x_zero) * (w - w_zero[m]) for every output element. Products fit in 17 bits; sums
+// are kept in int64 and narrowed modulo 2^32 (what a 32-bit accumulator does on overflow, which
+// the spec allows), after adding `bias` when given.
+template <typename TX, typename TW>
+void int_conv(const ConvSetup& s, const Tensor& xt, int32_t x_zero, const Tensor& wt,
+              const std::vector<int32_t>& w_zero, const int32_t* bias, int32_t* y) {
+  const Geometry3& g = s.geo;
+  const TX* x = xt.data<TX>();
+  const TW* w = wt.data<TW>();
+  const int64_t batch = xt.dim(0), channels = xt.dim(1), m = wt.dim(0);
+  const int64_t cg = channels / s.group, mg = m / s.group;
+  const int64_t in_size = g.in_size(), out_size = g.out_size(), ksize = g.kernel_size();
+#pragma omp parallel for schedule(dynamic) if (batch * m * out_size * cg * ksize > (int64_t{1} << 16))
+  for (int64_t job = 0; job < batch * m; ++job) {
+    const int64_t n = job / m, oc = job % m, group = oc / mg;
+    const TX* xg = x + (n * channels + group * cg) * in_size;
+    const TW* wo = w + oc * cg * ksize;
+    const int32_t wz = w_zero[oc];
+    int32_t* yo = y + job * out_size;
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          int64_t acc = bias ? bias[oc] : 0;
+          for (int64_t c = 0; c < cg; ++c) {
+            const TX* xc = xg + c * in_size;
+            const TW* wc = wo + c * ksize;
+            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+              if (id < 0 || id >= g.in[0]) continue;
+              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+                if (ih < 0 || ih >= g.in[1]) continue;
+                const TX* xrow = xc + (id * g.in[1] + ih) * g.in[2];
+                const TW* wrow = wc + (kd * g.kernel[1] + kh) * g.kernel[2];
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                  const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+                  if (iw < 0 || iw >= g.in[2]) continue;
+                  acc += (int64_t{xrow[iw]} - x_zero) * (int64_t{wrow[kw]} - wz);
+                }
+              }
+            }
+          }
+          yo[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<int32_t>(acc);
+        }
+      }
+    }
+  }
+}
+
+// The validated inputs of either op: geometry, x's zero point, w's per-channel zero points.
+struct IntConv {
+  ConvSetup setup;
+  int32_t x_zero = 0;
+  std::vector<int32_t> w_zero;
+};
+
+Result<IntConv> setup_int_conv(const Node& node, const Tensor& x, const Tensor* x_zero,
+                               size_t x_zero_index, const Tensor& w, const Tensor* w_zero,
+                               size_t w_zero_index) {
+  const std::string who = node.describe();
+  IntConv c;
+  OPFUSE_ASSIGN_OR_RETURN(c.setup, conv_setup(node, x, w, nullptr, false));
+  if (x_zero && x_zero->dtype() != x.dtype()) {
+    return Status::user_error(str_cat(who, ": zero point (input ", x_zero_index, ") is ",
+                                      x_zero->type_string(), " but x is ", x.type_string()));
+  }
+  if (w_zero && w_zero->dtype() != w.dtype()) {
+    return Status::user_error(str_cat(who, ": zero point (input ", w_zero_index, ") is ",
+                                      w_zero->type_string(), " but w is ", w.type_string()));
+  }
+  if (x_zero && x_zero->numel() != 1) {
+    return Status::user_error(str_cat(who, ": zero point (input ", x_zero_index, ") is ",
+                                      x_zero->type_string(), "; x is quantized per tensor (one value)"));
+  }
+  c.x_zero = x_zero ? static_cast<int32_t>(x_zero->get_int(0)) : 0;
+  OPFUSE_ASSIGN_OR_RETURN(c.w_zero, per_channel_ints(w_zero, w.dim(0),
+                                                     str_cat(who, ": zero point (input ",
+                                                             w_zero_index, ") of w")));
+  return c;
+}
+
+Status dispatch_int_conv(const std::string& who, const IntConv& c, const Tensor& x,
+                         const Tensor& w, const int32_t* bias, int32_t* y) {
+  return visit_quantized(x.dtype(), who + ": x", [&](auto tx) {
+    return visit_quantized(w.dtype(), who + ": w", [&](auto tw) {
+      int_conv<decltype(tx), decltype(tw)>(c.setup, x, c.x_zero, w, c.w_zero, bias, y);
+      return Status::ok();
+    });
+  });
+}
+
+Status check_input_dtype(const InferContext& ctx, size_t i, const char* name,
+                         std::initializer_list<DType> allowed) {
+  if (!ctx.has_input(i)) return Status::ok();
+  const DType t = ctx.input_dtype(i);
+  if (t == DType::kUndefined) return Status::ok();
+  for (DType a : allowed) {
+    if (a == t) return Status::ok();
+  }
+  std::string names;
+  for (DType a : allowed) names += str_cat(names.empty() ? "" : " or ", dtype_name(a));
+  return ctx.error(str_cat(name, " (input ", i, ") has dtype ", dtype_name(t), "; expected ", names));
+}
+
+// ---------------------------------------------------------------- ConvInteger
+
+Status infer_conv_integer(InferContext& ctx) {
+  OPFUSE_TRY(check_input_dtype(ctx, 0, "x", {DType::kU8, DType::kI8}));
+  OPFUSE_TRY(check_input_dtype(ctx, 1, "w", {DType::kU8, DType::kI8}));
+  if (ctx.input_dtype(0) != DType::kUndefined) {
+    OPFUSE_TRY(check_input_dtype(ctx, 2, "x_zero_point", {ctx.input_dtype(0)}));
+  }
+  if (ctx.input_dtype(1) != DType::kUndefined) {
+    OPFUSE_TRY(check_input_dtype(ctx, 3, "w_zero_point", {ctx.input_dtype(1)}));
+  }
+  // ConvInteger has no bias (its input 2 is x's zero point): an index no node has.
+  constexpr size_t kNoBias = std::numeric_limits<size_t>::max();
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, conv_output_shape(ctx, 0, 1, kNoBias));
+  ctx.set_output(0, DType::kI32, std::move(out));
+  return Status::ok();
+}
+
+Status conv_integer_kernel(KernelContext& ctx) {
+  const std::string who = ctx.node().describe();
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  OPFUSE_ASSIGN_OR_RETURN(IntConv c, setup_int_conv(ctx.node(), x, ctx.input_or_null(2), 2, w,
+                                                    ctx.input_or_null(3), 3));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kI32, c.setup.out_dims));
+  return dispatch_int_conv(who, c, x, w, nullptr, y->data<int32_t>());
+}
+
+// ---------------------------------------------------------------- QLinearConv
+
+Status infer_qlinear_conv(InferContext& ctx) {
+  OPFUSE_TRY(check_input_dtype(ctx, 0, "x", {DType::kU8, DType::kI8}));
+  OPFUSE_TRY(check_input_dtype(ctx, 3, "w", {DType::kU8, DType::kI8}));
+  OPFUSE_TRY(check_input_dtype(ctx, 7, "y_zero_point", {DType::kU8, DType::kI8}));
+  OPFUSE_TRY(check_input_dtype(ctx, 1, "x_scale", {DType::kF32}));
+  OPFUSE_TRY(check_input_dtype(ctx, 4, "w_scale", {DType::kF32}));
+  OPFUSE_TRY(check_input_dtype(ctx, 6, "y_scale", {DType::kF32}));
+  OPFUSE_TRY(check_input_dtype(ctx, 8, "B", {DType::kI32}));
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, conv_output_shape(ctx, 0, 3, 8));
+  ctx.set_output(0, ctx.input_dtype(7), std::move(out));
+  return Status::ok();
+}
+
+Status qlinear_conv_kernel(KernelContext& ctx) {
+  const std::string who = ctx.node().describe();
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(3);
+  OPFUSE_ASSIGN_OR_RETURN(IntConv c, setup_int_conv(ctx.node(), x, &ctx.input(2), 2, w,
+                                                    &ctx.input(5), 5));
+  const int64_t m = w.dim(0);
+  OPFUSE_ASSIGN_OR_RETURN(std::vector<float> x_scale,
+                          per_channel_floats(ctx.input(1), 1, who + ": x_scale (input 1)"));
+  OPFUSE_ASSIGN_OR_RETURN(std::vector<float> w_scale,
+                          per_channel_floats(ctx.input(4), m, who + ": w_scale (input 4)"));
+  OPFUSE_ASSIGN_OR_RETURN(std::vector<float> y_scale,
+                          per_channel_floats(ctx.input(6), 1, who + ": y_scale (input 6)"));
+  const Tensor& y_zero = ctx.input(7);
+  OPFUSE_ASSIGN_OR_RETURN(std::vector<int32_t> y_zp,
+                          per_channel_ints(&y_zero, 1, who + ": y_zero_point (input 7)"));
+  const Tensor* bias = ctx.input_or_null(8);
+  if (bias && (bias->dtype() != DType::kI32 || bias->rank() != 1 || bias->dim(0) != m)) {
+    return ctx.error(str_cat("bias B (input 8) is ", bias->type_string(), "; expected i32[", m, "]"));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Tensor acc, Tensor::zeros(DType::kI32, c.setup.out_dims, who + " accumulators"));
+  OPFUSE_TRY(dispatch_int_conv(who, c, x, w, bias ? bias->data<int32_t>() : nullptr,
+                               acc.data<int32_t>()));
+  // The multiplier per output channel in f32, (x_scale * w_scale) / y_scale, as onnxruntime has it.
+  std::vector<float> multiplier(static_cast<size_t>(m));
+  for (int64_t oc = 0; oc < m; ++oc) multiplier[oc] = x_scale[0] * w_scale[oc] / y_scale[0];
+  return visit_quantized(y_zero.dtype(), who + ": y_zero_point (input 7)", [&](auto q) -> Status {
+    using Q = decltype(q);
+    OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DTypeOf<Q>::value, c.setup.out_dims));
+    const int64_t plane = c.setup.geo.out_size();
+    const int32_t* in = acc.data<int32_t>();
+    Q* out = y->data<Q>();
+    for (int64_t i = 0; i < acc.numel(); ++i) {
+      out[i] = quantize_value<Q>(static_cast<float>(in[i]) * multiplier[(i / plane) % m], y_zp[0]);
+    }
+    return Status::ok();
+  });
+}
+
+int64_t integer_conv_flops(const Node& node, size_t w) {
+  return conv_family_flops(node.output(0), node.input(w));
+}
+
+}  // namespace
+
+std::vector<OpDef> integer_conv_ops() {
+  std::vector<OpDef> ops;
+  {
+    OpDef d;
+    d.name = "ConvInteger";
+    d.min_inputs = 2;
+    d.max_inputs = 4;
+    d.attrs = conv_attr_specs();
+    d.infer = infer_conv_integer;
+    d.reference = conv_integer_kernel;
+    d.flops = [](const Node& node) { return integer_conv_flops(node, 1); };
+    d.summary = "int32 convolution of u8/i8 x and w less their zero points";
+    ops.push_back(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "QLinearConv";
+    d.min_inputs = 8;
+    d.max_inputs = 9;
+    d.attrs = conv_attr_specs();
+    d.infer = infer_qlinear_conv;
+    d.reference = qlinear_conv_kernel;
+    d.flops = [](const Node& node) { return integer_conv_flops(node, 3); };
+    d.summary = "quantized convolution: u8/i8 in, int32 bias, requantized to u8/i8";
+    ops.push_back(std::move(d));
+  }
+  return ops;
+}
+
+}  // namespace opfuse
