@@ -329,14 +329,17 @@ void CompiledPlan::release_arena(std::unique_ptr<Arena> arena) const {
   pool_.push_back(std::move(arena));
 }
 
-Result<TensorMap> CompiledPlan::run(const TensorMap& inputs) const { return run_steps(inputs, nullptr); }
+Result<TensorMap> CompiledPlan::run(const TensorMap& inputs, const RunLimits& limits) const {
+  return run_steps(inputs, nullptr, limits);
+}
 
 Result<TensorMap> CompiledPlan::run_timed(const TensorMap& inputs, std::vector<StepTiming>& timings) const {
   timings.assign(steps_.size(), StepTiming{});
-  return run_steps(inputs, &timings);
+  return run_steps(inputs, &timings, {});
 }
 
-Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const {
+Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings,
+                                          const RunLimits& limits) const {
   OPFUSE_TRY(check_arena_size());
   std::unique_ptr<Arena> arena = acquire_arena();
   std::vector<Tensor> outputs(graph_->outputs().size());
@@ -361,6 +364,14 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
   using Clock = std::chrono::steady_clock;
   const Clock::time_point run_start = Clock::now();
   for (size_t s = 0; s < steps_.size() && status.is_ok(); ++s) {
+    const bool cancelled = limits.cancel && limits.cancel->load(std::memory_order_relaxed);
+    const bool late = limits.deadline && Clock::now() > *limits.deadline;
+    if (s > 0 && (cancelled || late)) {
+      status = Status::user_error(str_cat("run ", late ? "stopped at its time limit" : "cancelled", " after ", s,
+                                          " of ", steps_.size(), " steps (the last: ", steps_[s - 1].node->name(),
+                                          ")"));
+      break;
+    }
     const Clock::time_point start = timings ? Clock::now() : run_start;
     status = steps_[s].kernel->run(arena->step_inputs[s], arena->step_outputs[s]);
     if (timings) {

@@ -7,9 +7,12 @@
 // or blocked): its producers write straight into their slab of the Concat's buffer.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,13 @@ struct CompileOptions {
   bool list_alternatives = false;
 };
 
+// Bounds on one run, checked between steps (a kernel itself is not interrupted): a deadline, and
+// a flag another thread may set. Either ends the run with a user error saying after which step.
+struct RunLimits {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
 // When one step of a timed run started (microseconds from the run's start) and how long it took.
 struct StepTiming {
   double start_us = 0;
@@ -48,7 +58,7 @@ class CompiledPlan {
 
   // Inputs must already match the graph's static signature (Session checks). Safe to call from
   // several threads at once: each concurrent run takes its own arena from a pool.
-  Result<TensorMap> run(const TensorMap& inputs) const;
+  Result<TensorMap> run(const TensorMap& inputs, const RunLimits& limits = {}) const;
   // The same run, also timing every step (the profiler: report/profiler.h). `timings` gets one
   // entry per step, in execution order.
   Result<TensorMap> run_timed(const TensorMap& inputs, std::vector<StepTiming>& timings) const;
@@ -97,7 +107,8 @@ class CompiledPlan {
   std::vector<bool> plan_concat_in_place();
   void plan_in_place(const std::vector<bool>& dropped);
   int64_t slot_bytes(const Slot& slot) const;
-  Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings) const;
+  Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings,
+                              const RunLimits& limits) const;
   std::unique_ptr<Arena> acquire_arena() const;
   Status check_arena_size() const;
   void release_arena(std::unique_ptr<Arena> arena) const;

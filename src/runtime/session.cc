@@ -216,13 +216,13 @@ Result<TensorMap> Session::run_eager_with_stats(const TensorMap& inputs, EagerSt
   return run_eager(*graph_, inputs, &stats);
 }
 
-Result<TensorMap> Session::run(const TensorMap& inputs) const {
+Result<TensorMap> Session::run(const TensorMap& inputs, const RunLimits& limits) const {
   if (options_.mode == ExecutionMode::kEager) {
     OPFUSE_TRY(check_inputs(inputs));
     return run_eager(*graph_, inputs);
   }
   OPFUSE_ASSIGN_OR_RETURN(auto plan, plan_for(inputs));
-  return plan->run(inputs);
+  return plan->run(inputs, limits);
 }
 
 }  // namespace opfuse

@@ -62,7 +62,8 @@ class Session {
 
   // Checks every input against the signature (names, dtypes, ranks, known dims, and symbolic
   // dims bound consistently across inputs) and runs the model. Safe to call concurrently.
-  Result<TensorMap> run(const TensorMap& inputs) const;
+  // `limits` (graph mode) stop a run between steps at a deadline or when a flag is set.
+  Result<TensorMap> run(const TensorMap& inputs, const RunLimits& limits = {}) const;
   // Eager mode only: also reports what the run allocated.
   Result<TensorMap> run_eager_with_stats(const TensorMap& inputs, EagerStats& stats) const;
 

@@ -7,6 +7,7 @@ namespace opfuse::serving {
 
 struct InferenceQueue::Job {
   TensorMap inputs;
+  std::chrono::steady_clock::time_point deadline;  // its caller answers 504 after this
   std::promise<std::pair<Result<TensorMap>, int>> reply;  // outputs, batch size
   std::atomic<bool> abandoned{false};                     // its caller stopped waiting
 };
@@ -53,9 +54,9 @@ Result<Tensor> slice_rows(const Tensor& t, int64_t begin, int64_t count) {
 }
 
 // A run that throws (out of memory, a bug) fails its requests instead of the worker thread.
-Result<TensorMap> run_guarded(const Session& session, const TensorMap& inputs) {
+Result<TensorMap> run_guarded(const Session& session, const TensorMap& inputs, const RunLimits& limits) {
   try {
-    return session.run(inputs);
+    return session.run(inputs, limits);
   } catch (const std::exception& e) {
     return Status::internal_error(str_cat("the run failed: ", e.what()));
   }
@@ -94,6 +95,7 @@ InferenceQueue::~InferenceQueue() {
 QueueReply InferenceQueue::submit(TensorMap inputs, std::chrono::milliseconds limit) {
   auto job = std::make_shared<Job>();
   job->inputs = std::move(inputs);
+  job->deadline = std::chrono::steady_clock::now() + limit;
   auto future = job->reply.get_future();
   {
     std::lock_guard lock(mutex_);
@@ -149,7 +151,12 @@ std::vector<std::shared_ptr<InferenceQueue::Job>> InferenceQueue::take_batch(std
 }
 
 void InferenceQueue::run_batch(const std::vector<std::shared_ptr<Job>>& jobs) {
-  auto run_alone = [&](const std::shared_ptr<Job>& job) { job->reply.set_value({run_guarded(*session_, job->inputs), 1}); };
+  // A run past every waiting caller's time limit stops at its next step: nobody reads it.
+  RunLimits limits;
+  for (const auto& job : jobs) limits.deadline = std::max(limits.deadline.value_or(job->deadline), job->deadline);
+  auto run_alone = [&](const std::shared_ptr<Job>& job) {
+    job->reply.set_value({run_guarded(*session_, job->inputs, RunLimits{job->deadline, nullptr}), 1});
+  };
   if (jobs.size() == 1) return run_alone(jobs[0]);
   TensorMap stacked;
   for (const auto& [name, first] : jobs[0]->inputs) {
@@ -163,7 +170,7 @@ void InferenceQueue::run_batch(const std::vector<std::shared_ptr<Job>>& jobs) {
     stacked.emplace(name, std::move(*t));
   }
   const int64_t total = rows(stacked);
-  auto outputs = run_guarded(*session_, stacked);
+  auto outputs = run_guarded(*session_, stacked, limits);
   // Outputs that do not carry the batch in dim 0 cannot be split per request: run them alone.
   bool splittable = outputs.is_ok();
   if (splittable) {

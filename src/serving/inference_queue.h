@@ -2,7 +2,8 @@
 //
 // A request is queued only while the queue has room (else it is refused at once: the server
 // answers 503), and its caller waits at most its time limit (then 504; a request still queued is
-// dropped, one already running finishes unobserved, since a plan cannot be interrupted mid-run).
+// dropped, one already running stops at the next step boundary: RunLimits; compiling a plan for a
+// new shape is not interrupted).
 // With max_batch > 1, a worker takes every queued request whose inputs differ only in dim 0 (up
 // to max_batch rows in all), runs them as one batch and splits the outputs: it never waits for
 // more requests to arrive, so batching only happens when requests are already queued, and adds

@@ -123,3 +123,40 @@ TEST(GraphModeTest, SymbolicDimsCompileOncePerShape) {
 
 }  // namespace
 }  // namespace opfuse
+
+namespace opfuse {
+namespace {
+
+// RunLimits stop a run between kernels: a deadline already past stops it after the first step, a
+// cancel flag likewise; the error says where. The next run without limits is whole and right
+// (the stopped run returned its arena).
+TEST(GraphModeTest, RunLimitsStopARunBetweenSteps) {
+  const Session graph = make_session(ExecutionMode::kGraph, OptLevel::kO1);
+  const TensorMap inputs = {{"image", random_image(64, 3)}};
+  const Tensor want = graph.run(inputs)->at("probabilities");
+  const size_t steps = (*graph.plan_for(inputs))->kernels_per_run();
+  ASSERT_GT(steps, 2u);
+
+  RunLimits late;
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  auto stopped = graph.run(inputs, late);
+  ASSERT_FALSE(stopped.is_ok());
+  EXPECT_EQ(stopped.status().kind(), ErrorKind::kUser);
+  EXPECT_NE(stopped.status().message().find(str_cat("stopped at its time limit after 1 of ", steps, " steps")),
+            std::string::npos)
+      << stopped.status().message();
+
+  std::atomic<bool> cancel{true};
+  auto cancelled = graph.run(inputs, RunLimits{std::nullopt, &cancel});
+  ASSERT_FALSE(cancelled.is_ok());
+  EXPECT_NE(cancelled.status().message().find("cancelled after 1 of"), std::string::npos);
+
+  cancel = false;
+  RunLimits generous{std::chrono::steady_clock::now() + std::chrono::hours(1), &cancel};
+  auto whole = graph.run(inputs, generous);
+  ASSERT_TRUE(whole.is_ok()) << whole.status().message();
+  EXPECT_EQ(max_relative_difference(whole->at("probabilities"), want), 0.0);
+}
+
+}  // namespace
+}  // namespace opfuse

@@ -20,6 +20,7 @@ struct RunArgs {
   InputFlags inputs;
   std::string output_dir;
   bool force = false;
+  double time_limit_ms = 0;  // 0: none
 };
 
 // The file name an output is written to: every character outside [A-Za-z0-9._-] becomes '_'.
@@ -76,7 +77,11 @@ Status run(const RunArgs& args) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  OPFUSE_ASSIGN_OR_RETURN(TensorMap outputs, session.run(inputs));
+  RunLimits limits;
+  if (args.time_limit_ms > 0) {
+    limits.deadline = start + std::chrono::microseconds(static_cast<int64_t>(args.time_limit_ms * 1000));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(TensorMap outputs, session.run(inputs, limits));
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("ran %s (%s", args.model.c_str(), execution_mode_name(session.options().mode).data());
@@ -108,6 +113,9 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--output-dir", args->output_dir,
                   "write each output to DIR/<name>.npy (characters outside [A-Za-z0-9._-] become _)");
   cmd->add_flag("--force", args->force, "overwrite existing output files");
+  cmd->add_option("--time-limit", args->time_limit_ms,
+                  "MS: stop the run (graph mode, between kernels) once it has taken this long; an error")
+      ->check(CLI::NonNegativeNumber);
   return [args] { return run(*args); };
 }
 
