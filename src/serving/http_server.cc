@@ -130,7 +130,7 @@ void InferenceServer::add_routes() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::vector<Metrics::ModelGauges> gauges;
     for (ModelVersion* v : repository_.ready_versions()) {
-      gauges.push_back({v->model, v->version, v->queue->depth(), v->session->compile_count(),
+      gauges.push_back({v->model, v->version, v->queue->depth(), v->in_flight.load(), v->session->compile_count(),
                         v->session->cached_plan_count()});
     }
     res.set_content(metrics_.prometheus_text(gauges), "text/plain; version=0.0.4");
@@ -183,7 +183,9 @@ void InferenceServer::add_routes() {
     }
     auto request = parse_infer_request(req.body, header_length, *v.session);
     if (!request.is_ok()) return finish(400, error_json(request.status().message()));
+    ++v.in_flight;
     QueueReply answer = v.queue->submit(request->inputs, std::chrono::milliseconds(v.config.timeout_ms));
+    --v.in_flight;
     switch (answer.kind) {
       case QueueReply::Kind::kQueueFull:
         return finish(503, error_json(str_cat("model '", v.model, "' has ", v.config.max_queue,

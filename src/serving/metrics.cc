@@ -72,6 +72,9 @@ std::string Metrics::prometheus_text(const std::vector<ModelGauges>& gauges) con
   out << "# HELP opfuse_queue_depth Requests waiting for a worker, per model version.\n"
       << "# TYPE opfuse_queue_depth gauge\n";
   for (const auto& g : gauges) out << "opfuse_queue_depth{" << labels(g.model, g.version) << "} " << g.queue_depth << "\n";
+  out << "# HELP opfuse_requests_in_flight Inference requests waiting or running, per model version.\n"
+      << "# TYPE opfuse_requests_in_flight gauge\n";
+  for (const auto& g : gauges) out << "opfuse_requests_in_flight{" << labels(g.model, g.version) << "} " << g.in_flight << "\n";
   out << "# HELP opfuse_compiles_total Plans compiled (one per input shape), per model version.\n"
       << "# TYPE opfuse_compiles_total counter\n";
   for (const auto& g : gauges) out << "opfuse_compiles_total{" << labels(g.model, g.version) << "} " << g.compiles << "\n";

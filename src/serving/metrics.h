@@ -1,5 +1,6 @@
 // What `GET /metrics` shows, in Prometheus' text format: per model version, the requests, their
-// failures by HTTP status, a latency histogram, the queue depth and the plans compiled; and the
+// failures by HTTP status, a latency histogram, the queue depth, the requests in flight and the
+// plans compiled; and the
 // requests the server refused before they reached a model (unknown model, malformed URL ...).
 #pragma once
 
@@ -27,6 +28,7 @@ class Metrics {
   struct ModelGauges {
     std::string model, version;
     size_t queue_depth = 0;
+    int in_flight = 0;
     int64_t compiles = 0;
     size_t plans_cached = 0;
   };

@@ -34,6 +34,7 @@ struct ModelVersion {
   std::string error;
   std::shared_ptr<const Session> session;
   std::unique_ptr<InferenceQueue> queue;
+  std::atomic<int> in_flight{0};  // inference requests parsed and not yet answered
 };
 
 class ModelRepository {

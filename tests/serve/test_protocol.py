@@ -278,6 +278,7 @@ def test_metrics(server):
     assert value(r'opfuse_request_duration_seconds_bucket\{model="mlp",version="1",le="\+Inf"\}') >= 2
     assert value(r'opfuse_compiles_total\{model="bert",version="2"\}') >= 2  # batch 1 at load, then others
     assert value(r'opfuse_queue_depth\{model="mlp",version="1"\}') == 0
+    assert value(r'opfuse_requests_in_flight\{model="mlp",version="1"\}') == 0
     assert value(r'opfuse_refused_requests_total\{code="404"\}') >= 1
 
 
@@ -303,7 +304,11 @@ def test_sigterm_finishes_requests_in_flight(tmp_path):
     result = []
     t = threading.Thread(target=lambda: result.append(s.request("POST", "/v2/models/bert/infer", body)))
     t.start()
-    time.sleep(0.3)
+    # SIGTERM once the request is in flight at the model (one still being received would get 503).
+    deadline = time.time() + 60
+    while 'opfuse_requests_in_flight{model="bert",version="1"} 1' not in s.request("GET", "/metrics")[1]:
+        assert time.time() < deadline and t.is_alive(), result
+        time.sleep(0.002)
     assert s.stop() == 0
     t.join()
     assert result[0][0] == 200 and result[0][1]["outputs"][0]["shape"] == [128, 32, 128]
