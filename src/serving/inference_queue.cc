@@ -109,6 +109,9 @@ QueueReply InferenceQueue::submit(TensorMap inputs, std::chrono::milliseconds li
     return {QueueReply::Kind::kTimedOut};
   }
   auto [outputs, batch_size] = future.get();
+  // A run stopped by this request's own deadline (RunLimits) may answer just before the wait
+  // above gives up: that is the time limit too, not a failed run.
+  if (!outputs.is_ok() && std::chrono::steady_clock::now() >= job->deadline) return {QueueReply::Kind::kTimedOut};
   return {QueueReply::Kind::kDone, std::move(outputs), batch_size};
 }
 
