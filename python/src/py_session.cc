@@ -49,15 +49,7 @@ SessionOptions session_options(const SessionConfig& config) {
     config_level = std::move(parsed.level);
   }
   SessionOptions options;
-  if (config.level) {
-    options.level = value_or_throw(parse_opt_level(*config.level));
-  } else if (config_level) {
-    auto parsed = parse_opt_level(*config_level);
-    if (!parsed.is_ok()) throw_user_error(str_cat(config_source, ": ", parsed.status().message()));
-    options.level = *parsed;
-  } else {
-    options.level = OptLevel::kO3;
-  }
+  options.level = value_or_throw(choose_opt_level(config.level, config_level, config_source, OptLevel::kO3));
   if (config.tuning) {
     TuningRecord record = value_or_throw(load_tuning_record(*config.tuning));
     fusion.tuning = std::make_shared<const TuningRecord>(std::move(record));

@@ -35,6 +35,15 @@ Result<OptLevel> parse_opt_level(std::string_view name) {
   return Status::user_error(str_cat("unknown optimisation level '", name, "' (valid: O0, O1, O2, O3)"));
 }
 
+Result<OptLevel> choose_opt_level(const std::optional<std::string>& given, const std::optional<std::string>& from_config,
+                                  std::string_view config_source, OptLevel fallback) {
+  if (given) return parse_opt_level(*given);
+  if (!from_config) return fallback;
+  auto level = parse_opt_level(*from_config);
+  if (!level.is_ok()) return Status::user_error(str_cat(config_source, ": ", level.status().message()));
+  return level;
+}
+
 namespace {
 
 std::string valid_pass_names() {

@@ -20,6 +20,10 @@ const PassDef* find_pass(std::string_view name);
 enum class OptLevel { kO0, kO1, kO2, kO3 };
 std::string_view opt_level_name(OptLevel level);  // "O1"
 Result<OptLevel> parse_opt_level(std::string_view name);
+// The level to compile at, for every front end (CLI, Python, server): the one the user gave, else
+// the fusion config's (`config_source` names the config in errors), else `fallback`.
+Result<OptLevel> choose_opt_level(const std::optional<std::string>& given, const std::optional<std::string>& from_config,
+                                  std::string_view config_source, OptLevel fallback);
 
 // One pipeline stage: passes run in order, repeated until none changes the graph when
 // `to_fixpoint`, at most PipelineOptions::max_iterations times.

@@ -48,7 +48,9 @@ Result<ModelConfig> parse_model_config(std::string_view text, const std::string&
   ModelConfig config;
   for (const auto& [key, value] : root.items()) {
     if (key == "level") {
-      OPFUSE_TRY(read_string(value, source, key, config.level));
+      std::string level;
+      OPFUSE_TRY(read_string(value, source, key, level));
+      config.level = level;
     } else if (key == "target") {
       OPFUSE_TRY(read_string(value, source, key, config.target));
     } else if (key == "tuning") {
@@ -73,7 +75,7 @@ Result<ModelConfig> parse_model_config(std::string_view text, const std::string&
                                         "max_queue, timeout_ms, plan_cache, max_batch)"));
     }
   }
-  OPFUSE_TRY(parse_opt_level(config.level).status().with_context(str_cat(source, ": \"level\"")));
+  if (config.level) OPFUSE_TRY(parse_opt_level(*config.level).status().with_context(str_cat(source, ": \"level\"")));
   config.tuning = resolve(config.tuning, model_dir);
   config.fusion_config = resolve(config.fusion_config, model_dir);
   return config;
@@ -89,14 +91,18 @@ Result<ModelConfig> load_model_config(const std::string& model_dir) {
 
 Result<SessionOptions> session_options_for(const ModelConfig& config) {
   SessionOptions options;
-  OPFUSE_ASSIGN_OR_RETURN(options.level, parse_opt_level(config.level));
+  std::optional<std::string> config_level;
   options.target = config.target;
   options.threads = config.threads;
   options.max_plans = static_cast<size_t>(config.plan_cache);
   if (!config.fusion_config.empty()) {
     OPFUSE_ASSIGN_OR_RETURN(FusionConfigFile file, load_fusion_config_file(config.fusion_config));
     options.pipeline.fusion = std::move(file.fusion);
+    config_level = std::move(file.level);
   }
+  OPFUSE_ASSIGN_OR_RETURN(options.level, choose_opt_level(config.level, config_level,
+                                                          str_cat("fusion config '", config.fusion_config, "'"),
+                                                          OptLevel::kO3));
   if (!config.tuning.empty()) {
     OPFUSE_ASSIGN_OR_RETURN(TuningRecord record, load_tuning_record(config.tuning));
     options.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(std::move(record));

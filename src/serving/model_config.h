@@ -1,7 +1,7 @@
 // How the server runs one model: `<repository>/<model>/config.json`, optional, every key optional.
 //
 //   {
-//     "level": "O3",            // optimisation level (default O3)
+//     "level": "O3",            // optimisation level (default: the fusion config's, else O3)
 //     "target": "avx2",         // CPU tier; must equal the server's (the ISA cap is process-wide)
 //     "tuning": "tuning.json",  // a tuning record from `opfuse tune`, relative to the model's dir
 //     "fusion_config": "f.json",// fusion switches (passes/fusion_config_json.h), relative likewise
@@ -17,6 +17,7 @@
 // and the other models are served regardless.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -25,7 +26,7 @@
 namespace opfuse::serving {
 
 struct ModelConfig {
-  std::string level = "O3";
+  std::optional<std::string> level;  // none: the fusion config's level, else O3
   std::string target;         // empty: the server's
   std::string tuning;         // absolute path, empty: none
   std::string fusion_config;  // absolute path, empty: none

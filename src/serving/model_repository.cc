@@ -97,7 +97,7 @@ void ModelRepository::load_all(const std::function<void(const std::string&)>& lo
       }
       if (status.is_ok()) {
         v->state = ModelVersion::State::kReady;
-        log(str_cat("model '", name, "' version ", v->version, " ready (", v->config.level, ", ",
+        log(str_cat("model '", name, "' version ", v->version, " ready (", opt_level_name(v->session->options().level), ", ",
                     v->config.instances, " instance", v->config.instances > 1 ? "s" : "",
                     v->queue->batching() ? str_cat(", batching up to ", v->config.max_batch) : "", ")"));
       } else {

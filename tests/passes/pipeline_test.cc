@@ -199,3 +199,21 @@ TEST(FoldBatchNormNumericTest, MatMul3DIsRefused) {
 
 }  // namespace
 }  // namespace opfuse
+
+namespace opfuse {
+namespace {
+
+// The level every front end compiles at: the user's, else the fusion config's, else the fallback;
+// a bad level in the config names the config.
+TEST(ChooseOptLevel, GivenThenConfigThenFallback) {
+  EXPECT_EQ(*choose_opt_level(std::string("O1"), std::string("O3"), "cfg", OptLevel::kO2), OptLevel::kO1);
+  EXPECT_EQ(*choose_opt_level(std::nullopt, std::string("O3"), "cfg", OptLevel::kO2), OptLevel::kO3);
+  EXPECT_EQ(*choose_opt_level(std::nullopt, std::nullopt, "cfg", OptLevel::kO2), OptLevel::kO2);
+  auto bad = choose_opt_level(std::nullopt, std::string("O9"), "fusion config 'f.json'", OptLevel::kO2);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("fusion config 'f.json': unknown optimisation level 'O9'"), std::string::npos);
+  EXPECT_FALSE(choose_opt_level(std::string("fast"), std::nullopt, "cfg", OptLevel::kO2).is_ok());
+}
+
+}  // namespace
+}  // namespace opfuse

@@ -80,17 +80,12 @@ Result<FusionSettings> fusion_settings(const SessionFlags& flags) {
     config = std::move(file.fusion);
     file_level = std::move(file.level);
   }
-  OptLevel level;
+  // --level wins over the file's level; the command's default (in flags.level) comes last.
   const bool level_given = flags.level_option != nullptr && flags.level_option->count() > 0;
-  if (!level_given && file_level) {
-    auto parsed = parse_opt_level(*file_level);
-    if (!parsed.is_ok()) {
-      return Status::user_error(str_cat("fusion config '", flags.fusion_config, "': ", parsed.status().message()));
-    }
-    level = *parsed;
-  } else {
-    OPFUSE_ASSIGN_OR_RETURN(level, parse_opt_level(flags.level));
-  }
+  OPFUSE_ASSIGN_OR_RETURN(OptLevel fallback, parse_opt_level(flags.level));
+  OPFUSE_ASSIGN_OR_RETURN(OptLevel level,
+                          choose_opt_level(level_given ? std::optional(flags.level) : std::nullopt, file_level,
+                                           str_cat("fusion config '", flags.fusion_config, "'"), fallback));
   config.disabled_rules.insert(flags.disable.begin(), flags.disable.end());
   config.enabled_rules.insert(flags.enable_only.begin(), flags.enable_only.end());
   config.disabled_op_types.insert(flags.disable_op.begin(), flags.disable_op.end());
