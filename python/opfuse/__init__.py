@@ -19,7 +19,7 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "1000000"
 
 from ._version import __version__  # noqa: E402
-from ._opfuse import Error, InvalidArgument  # noqa: E402
+from ._opfuse import Error, InvalidArgument, RunOptions  # noqa: E402
 from ._opfuse import target_info as _target_info  # noqa: E402
 from .session import (  # noqa: E402
     GraphOptimizationLevel,
@@ -52,6 +52,7 @@ __all__ = [
     "InferenceSession",
     "InvalidArgument",
     "NodeArg",
+    "RunOptions",
     "SessionOptions",
     "__version__",
     "get_all_providers",

@@ -213,12 +213,15 @@ class InferenceSession:
         """Runs the model: a list of numpy arrays, one per name in output_names (None: every
         output, in the model's order). input_feed maps each input name to a numpy array of the
         input's dtype (no silent casts); C-contiguous arrays are used without copying.
-        run_options (onnxruntime's RunOptions) is accepted and has no effect."""
+        run_options: an opfuse.RunOptions stops the run when its `terminate` is set (from any
+        thread) or its `timeout_ms` passes, at the next kernel boundary, raising opfuse.Error;
+        onnxruntime's own RunOptions is accepted and has no effect."""
         if not isinstance(input_feed, dict):
             raise InvalidArgument(
                 f"input_feed must be a dict {{input name: numpy array}}, given {type(input_feed).__name__}"
             )
-        return self._session.run(output_names, input_feed)
+        options = run_options if isinstance(run_options, _opfuse.RunOptions) else None
+        return self._session.run(output_names, input_feed, options)
 
     def get_inputs(self):
         """The model's inputs as NodeArg (name, shape, type)."""

@@ -9,6 +9,7 @@
 #include "py_session.h"
 
 namespace py = pybind11;
+using opfuse::python::PyRunOptions;
 using opfuse::python::PySession;
 using opfuse::python::SessionConfig;
 
@@ -57,6 +58,20 @@ PYBIND11_MODULE(_opfuse, m) {
   m.doc() = "opfuse's C++ core; use the `opfuse` package, not this module";
   opfuse::python::register_errors(m);
 
+  py::class_<PyRunOptions>(m, "RunOptions", "onnxruntime's RunOptions: terminate, and opfuse's timeout_ms")
+      .def(py::init<>())
+      .def_property(
+          "terminate", [](const PyRunOptions& o) { return o.terminate->load(); },
+          [](PyRunOptions& o, bool v) { o.terminate->store(v); },
+          "True stops every run using these options at its next kernel boundary (from any thread)")
+      .def_property(
+          "timeout_ms", [](const PyRunOptions& o) { return o.timeout_ms; },
+          [](PyRunOptions& o, double v) {
+            if (!(v >= 0)) opfuse::python::throw_user_error(opfuse::str_cat("timeout_ms must be 0 (none) or more, given ", v));
+            o.timeout_ms = v;
+          },
+          "> 0: a run still going after this many milliseconds stops at its next kernel boundary");
+
   py::class_<PySession, std::shared_ptr<PySession>>(m, "Session")
       .def_static(
           "from_path",
@@ -83,7 +98,7 @@ PYBIND11_MODULE(_opfuse, m) {
       .def("outputs", &PySession::outputs)
       .def_property_readonly("level", &PySession::level)
       .def_property_readonly("threads", &PySession::threads)
-      .def("run", &PySession::run, py::arg("output_names"), py::arg("feeds"))
+      .def("run", &PySession::run, py::arg("output_names"), py::arg("feeds"), py::arg("options") = nullptr)
       .def("report_json", &PySession::report_json, py::arg("dims"))
       .def("profile", &PySession::profile, py::arg("runs"), py::arg("warmup"), py::arg("inputs"), py::arg("seed"),
            py::arg("dims"), py::arg("small_bytes"))

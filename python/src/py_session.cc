@@ -157,15 +157,25 @@ py::list PySession::inputs() const { return signatures(session_->inputs()); }
 py::list PySession::outputs() const { return signatures(session_->outputs()); }
 std::string PySession::level() const { return std::string(opt_level_name(session_->options().level)); }
 
-py::list PySession::run(const py::object& output_names, const py::dict& feeds) const {
+py::list PySession::run(const py::object& output_names, const py::dict& feeds, const PyRunOptions* options) const {
   const std::vector<std::string> names = requested_outputs(output_names, *session_);
   // Destroyed after the GIL is taken back (its arrays' references are Python objects).
   TensorMap inputs = tensors_from_feeds(feeds, *session_);
   Result<TensorMap> outputs = Status::internal_error("not run");
+  RunLimits limits;
+  std::shared_ptr<std::atomic<bool>> terminate;  // kept alive through the run
+  if (options != nullptr) {
+    terminate = options->terminate;
+    limits.cancel = terminate.get();
+    if (options->timeout_ms > 0) {
+      limits.deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(options->timeout_ms * 1000));
+    }
+  }
   {
     // Session::run is safe to call concurrently: threads sharing one session run in parallel.
     py::gil_scoped_release release;
-    outputs = session_->run(inputs);
+    outputs = session_->run(inputs, limits);
   }
   TensorMap results = value_or_throw(std::move(outputs));
   py::list list;

@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,13 @@ struct SessionConfig {
 
 using Dims = std::map<std::string, int64_t>;  // symbolic dim -> size (the CLI's --dim)
 
+// onnxruntime's RunOptions, the parts that act: `terminate` set (from any thread) stops the runs
+// using it at their next kernel boundary; `timeout_ms` > 0 (opfuse's own) bounds each run.
+struct PyRunOptions {
+  std::shared_ptr<std::atomic<bool>> terminate = std::make_shared<std::atomic<bool>>(false);
+  double timeout_ms = 0;
+};
+
 class PySession {
  public:
   // A model file, or a serialized model in memory (`source` names it in messages).
@@ -43,7 +51,8 @@ class PySession {
   int threads() const { return session_->options().threads; }
 
   // The outputs named (None: all, in model order) for `feeds` ({name: array}).
-  pybind11::list run(const pybind11::object& output_names, const pybind11::dict& feeds) const;
+  pybind11::list run(const pybind11::object& output_names, const pybind11::dict& feeds,
+                     const PyRunOptions* options) const;
 
   // `opfuse report --json`: the level's fusion report, with symbolic dims bound by `dims`.
   std::string report_json(const Dims& dims) const;
