@@ -6,6 +6,7 @@
 #include "ops/op_def.h"
 #include "pipelines/pipeline.h"
 #include "runtime/measuring_layout_timer.h"
+#include "runtime/random_inputs.h"
 
 namespace opfuse {
 namespace {
@@ -36,17 +37,7 @@ Result<Graph> bind_input_dims(const Graph& model, const std::map<std::string, in
     if (!in->shape) {
       return Status::user_error(str_cat("input '", in->name(), "' has unknown rank; its shape cannot be bound"));
     }
-    std::vector<int64_t> concrete;
-    for (const Dim& d : *in->shape) {
-      if (d.is_known()) {
-        concrete.push_back(d.value());
-      } else if (d.is_symbolic() && dims.count(d.symbol_name())) {
-        concrete.push_back(dims.at(d.symbol_name()));
-      } else {
-        concrete.push_back(1);
-      }
-    }
-    shapes.push_back(make_shape(concrete));
+    shapes.push_back(make_shape(concrete_dims(*in->shape, dims)));
   }
   return bind_input_shapes(model, shapes);
 }

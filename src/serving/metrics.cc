@@ -69,18 +69,19 @@ std::string Metrics::prometheus_text(const std::vector<ModelGauges>& gauges) con
         << "opfuse_request_duration_seconds_sum{" << labels(key.first, key.second) << "} " << m.sum << "\n"
         << "opfuse_request_duration_seconds_count{" << labels(key.first, key.second) << "} " << m.count << "\n";
   }
-  out << "# HELP opfuse_queue_depth Requests waiting for a worker, per model version.\n"
-      << "# TYPE opfuse_queue_depth gauge\n";
-  for (const auto& g : gauges) out << "opfuse_queue_depth{" << labels(g.model, g.version) << "} " << g.queue_depth << "\n";
-  out << "# HELP opfuse_requests_in_flight Inference requests waiting or running, per model version.\n"
-      << "# TYPE opfuse_requests_in_flight gauge\n";
-  for (const auto& g : gauges) out << "opfuse_requests_in_flight{" << labels(g.model, g.version) << "} " << g.in_flight << "\n";
-  out << "# HELP opfuse_compiles_total Plans compiled (one per input shape), per model version.\n"
-      << "# TYPE opfuse_compiles_total counter\n";
-  for (const auto& g : gauges) out << "opfuse_compiles_total{" << labels(g.model, g.version) << "} " << g.compiles << "\n";
-  out << "# HELP opfuse_plans_cached Compiled plans held now, per model version.\n"
-      << "# TYPE opfuse_plans_cached gauge\n";
-  for (const auto& g : gauges) out << "opfuse_plans_cached{" << labels(g.model, g.version) << "} " << g.plans_cached << "\n";
+  // One series per loaded model version for each gauge read at scrape time.
+  auto per_version = [&](const char* name, const char* type, const char* help, auto value) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    for (const auto& g : gauges) out << name << "{" << labels(g.model, g.version) << "} " << value(g) << "\n";
+  };
+  per_version("opfuse_queue_depth", "gauge", "Requests waiting for a worker, per model version.",
+              [](const ModelGauges& g) { return g.queue_depth; });
+  per_version("opfuse_requests_in_flight", "gauge", "Inference requests waiting or running, per model version.",
+              [](const ModelGauges& g) { return g.in_flight; });
+  per_version("opfuse_compiles_total", "counter", "Plans compiled (one per input shape), per model version.",
+              [](const ModelGauges& g) { return g.compiles; });
+  per_version("opfuse_plans_cached", "gauge", "Compiled plans held now, per model version.",
+              [](const ModelGauges& g) { return g.plans_cached; });
   out << "# HELP opfuse_refused_requests_total Requests refused before reaching a model, by HTTP status.\n"
       << "# TYPE opfuse_refused_requests_total counter\n";
   for (const auto& [status, n] : refusals_) out << "opfuse_refused_requests_total{code=\"" << status << "\"} " << n << "\n";
