@@ -11,6 +11,7 @@ std::string_view attr_type_name(AttrType t) {
     case AttrType::kFloats: return "floats";
     case AttrType::kStrings: return "strings";
     case AttrType::kTensor: return "tensor";
+    case AttrType::kGraph: return "graph";
   }
   return "?";
 }

@@ -256,6 +256,7 @@ Graph Graph::clone() const {
   Graph copy;
   copy.name = name;
   copy.opset_imports = opset_imports;
+  copy.captured_inputs = captured_inputs;
   copy.name_counter_ = name_counter_;
   std::unordered_map<const Value*, Value*> value_map;
   for (const auto& v : values_) {

@@ -92,6 +92,11 @@ class Graph {
   Graph& operator=(Graph&&) = default;
 
   std::string name = "main";
+  // For a subgraph (a GraphAttr): how many of its trailing inputs stand for values of the
+  // enclosing graph it reads. The importer makes such outer-scope references explicit: the node
+  // owning the subgraph passes those values as its own trailing inputs, in the same order, so
+  // data flow, liveness and memory planning see them like any other input.
+  size_t captured_inputs = 0;
   // Domain -> opset version the model was written against ("" is ai.onnx).
   std::map<std::string, int64_t> opset_imports;
 

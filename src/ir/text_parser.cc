@@ -39,10 +39,17 @@ struct TypeSpec {
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, const ParseOptions& options)
-      : tokens_(std::move(tokens)), options_(options) {}
+  Parser(const std::vector<Token>& tokens, const ParseOptions& options)
+      : tokens_(tokens), options_(options) {}
 
   Result<Graph> run() {
+    OPFUSE_TRY(parse_graph_text());
+    if (peek().kind != TokenKind::kEnd) return expected("end of input", "after the graph");
+    return std::move(graph_);
+  }
+
+ private:
+  Status parse_graph_text() {
     OPFUSE_TRY(expect_keyword("graph", "at the start of the text"));
     if (peek().kind != TokenKind::kGraphName) return expected("a graph name like @main", "after 'graph'");
     graph_.name = next().text;
@@ -54,15 +61,34 @@ class Parser {
       } while (accept_punct(","));
     }
     OPFUSE_TRY(expect_punct(")", "after inputs"));
+    if (is_keyword("captures")) {
+      next();
+      const Token count = peek();
+      OPFUSE_ASSIGN_OR_RETURN(Literal lit, parse_literal());
+      OPFUSE_ASSIGN_OR_RETURN(int64_t n, to_int64(lit.token, "the number of captured inputs"));
+      if (n < 0 || static_cast<size_t>(n) > graph_.inputs().size()) {
+        return error_at(count, str_cat("captures ", n, ": the graph has ", graph_.inputs().size(), " inputs"));
+      }
+      graph_.captured_inputs = static_cast<size_t>(n);
+    }
     OPFUSE_TRY(expect_punct("{", "to open the graph body"));
     while (!is_keyword("return")) OPFUSE_TRY(parse_statement());
     OPFUSE_TRY(parse_return());
     OPFUSE_TRY(expect_punct("}", "after return"));
-    if (peek().kind != TokenKind::kEnd) return expected("end of input", "after the graph");
-    return std::move(graph_);
+    return Status::ok();
   }
 
- private:
+  // A subgraph attribute: `graph @name (inputs) [captures N] { ... return ... }`, parsed by a
+  // parser of its own (its own names) over the same tokens.
+  Result<AttrValue> parse_subgraph() {
+    Parser sub(tokens_, options_);
+    sub.pos_ = pos_;
+    Status parsed = sub.parse_graph_text();
+    pos_ = sub.pos_;
+    OPFUSE_TRY(parsed);
+    return AttrValue(GraphAttr(std::make_shared<Graph>(std::move(sub.graph_))));
+  }
+
   // ---- token helpers -------------------------------------------------------------------------
   const Token& peek(size_t ahead = 0) const {
     return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
@@ -397,6 +423,7 @@ class Parser {
         return parse_list(type);
       }
     }
+    if (is_keyword("graph")) return parse_subgraph();
     if (is_keyword("tensor")) {
       next();
       OPFUSE_TRY(expect_punct("<", "after 'tensor'"));
@@ -415,7 +442,7 @@ class Parser {
       OPFUSE_ASSIGN_OR_RETURN(int64_t v, to_int64(lit.token, "an integer"));
       return AttrValue(v);
     }
-    return expected("an attribute value (number, string, list or tensor<...>)", "");
+    return expected("an attribute value (number, string, list, tensor<...> or graph)", "");
   }
 
   Result<Attributes> parse_attrs() {
@@ -597,7 +624,7 @@ class Parser {
     return Status::ok();
   }
 
-  std::vector<Token> tokens_;
+  const std::vector<Token>& tokens_;
   size_t pos_ = 0;
   const ParseOptions& options_;
   Graph graph_;
@@ -609,7 +636,7 @@ class Parser {
 
 Result<Graph> parse_graph(std::string_view text, const ParseOptions& options) {
   OPFUSE_ASSIGN_OR_RETURN(std::vector<Token> tokens, text::lex(text));
-  return Parser(std::move(tokens), options).run();
+  return Parser(tokens, options).run();
 }
 
 }  // namespace opfuse

@@ -90,7 +90,9 @@ std::string list_text(const std::vector<T>& items, std::string_view empty_type, 
   return out + "]";
 }
 
-std::string attr_text(const AttrValue& value, const PrintOptions& options) {
+std::string graph_text(const Graph& graph, const PrintOptions& options, const std::string& indent);
+
+std::string attr_text(const AttrValue& value, const PrintOptions& options, const std::string& indent) {
   switch (attr_type_of(value)) {
     case AttrType::kInt: return std::to_string(std::get<int64_t>(value));
     case AttrType::kFloat: return format_float(std::get<float>(value), /*force_float=*/true);
@@ -109,6 +111,10 @@ std::string attr_text(const AttrValue& value, const PrintOptions& options) {
       if (!t.defined()) return "tensor<undefined>";  // not parseable; only a broken graph has it
       return str_cat("tensor<", type_text(t.dtype(), t.shape()), "> ",
                      tensor_data_text(t, options));
+    }
+    case AttrType::kGraph: {
+      const GraphAttr& g = std::get<GraphAttr>(value);
+      return g ? graph_text(*g, options, indent + "  ") : "graph<null>";  // only a broken node has null
     }
   }
   return "?";
@@ -134,7 +140,7 @@ std::string constant_def(const Value* v, const PrintOptions& options) {
                  constant_rhs(t, options));
 }
 
-std::string node_text(const Node& node, const PrintOptions& options) {
+std::string node_text(const Node& node, const PrintOptions& options, const std::string& indent) {
   std::string out;
   for (size_t i = 0; i < node.outputs().size(); ++i) {
     out += (i ? ", " : "") + value_def(node.output(i));
@@ -150,7 +156,7 @@ std::string node_text(const Node& node, const PrintOptions& options) {
     out += " {";
     bool first = true;
     for (const auto& [name, value] : node.attrs) {
-      out += str_cat(first ? "" : ", ", ident_or_quoted(name), " = ", attr_text(value, options));
+      out += str_cat(first ? "" : ", ", ident_or_quoted(name), " = ", attr_text(value, options, indent));
       first = false;
     }
     out += "}";
@@ -174,9 +180,9 @@ std::string opset_text(const std::map<std::string, int64_t>& imports) {
   return out;
 }
 
-}  // namespace
 
-std::string print_graph(const Graph& graph, const PrintOptions& options) {
+// A graph's text; `indent` prefixes its inner lines (a subgraph prints inside its node's line).
+std::string graph_text(const Graph& graph, const PrintOptions& options, const std::string& indent) {
   std::string out = str_cat("graph ", text::sigil_name('@', graph.name),
                             opset_text(graph.opset_imports), " (");
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
@@ -185,16 +191,25 @@ std::string print_graph(const Graph& graph, const PrintOptions& options) {
     // An input with an initializer: a default value the caller may override.
     if (v && v->is_constant()) out += " = " + constant_rhs(*v->constant(), options);
   }
-  out += ") {\n";
+  out += ")";
+  if (graph.captured_inputs > 0) out += str_cat(" captures ", graph.captured_inputs);
+  out += " {\n";
+  const std::string inner = indent + "  ";
   for (const Value* v : graph.values()) {
-    if (v->is_constant() && !v->is_graph_input()) out += "  " + constant_def(v, options) + "\n";
+    if (v->is_constant() && !v->is_graph_input()) out += inner + constant_def(v, options) + "\n";
   }
-  for (const Node* node : graph.nodes()) out += "  " + node_text(*node, options) + "\n";
-  out += "  return";
+  for (const Node* node : graph.nodes()) out += inner + node_text(*node, options, inner) + "\n";
+  out += inner + "return";
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     out += (i ? ", " : " ") + value_ref(graph.outputs()[i]);
   }
-  return out + "\n}\n";
+  return out + "\n" + indent + "}";
+}
+
+}  // namespace
+
+std::string print_graph(const Graph& graph, const PrintOptions& options) {
+  return graph_text(graph, options, "") + "\n";
 }
 
 }  // namespace opfuse

@@ -51,6 +51,9 @@ struct KernelCompileContext {
   // as it keeps NaN (kLibrary), all in our own pass after it (kOwnPass), or the kernel's default.
   enum class Epilogue { kDefault, kLibrary, kOwnPass };
   Epilogue epilogue = Epilogue::kDefault;
+  // Compiles the bodies of If, Loop and Scan (kernels/subgraph_compiler.h); null: they run
+  // through their reference kernels, body by body in eager mode.
+  const class SubgraphCompiler* subgraphs = nullptr;
 };
 
 // One optimised implementation of one op type.

@@ -15,6 +15,7 @@ namespace opfuse {
 
 KernelImpl fused_region_kernel_impl();  // kernels/cpu/fused_region_kernel.cc
 KernelImpl fused_attention_kernel_impl();  // kernels/cpu/attention_kernel.cc
+KernelImpl control_flow_kernel(std::string_view op_type);  // kernels/cpu/control_flow_kernel.cc
 
 const std::vector<KernelImpl>& all_kernels() {
   static const std::vector<KernelImpl> kernels = [] {
@@ -54,6 +55,10 @@ const std::vector<KernelImpl>& all_kernels() {
         fused_region_kernel_impl(),
         // Streaming attention (opfuse::FusedAttention): oneDNN sgemm tiles + online softmax.
         fused_attention_kernel_impl(),
+        // If, Loop, Scan with bodies compiled like the main graph (needs the runtime's compiler).
+        control_flow_kernel("If"),
+        control_flow_kernel("Loop"),
+        control_flow_kernel("Scan"),
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),

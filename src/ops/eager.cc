@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/run_limits.h"
 #include "ops/op_def.h"
 #include "ops/reference.h"
 
@@ -27,7 +28,14 @@ Result<TensorMap> run_eager(const Graph& graph, const TensorMap& inputs, EagerSt
     auto it = live.find(v);
     return it == live.end() ? nullptr : &it->second;
   };
+  const RunLimits& limits = current_run_limits();
+  const Node* last = nullptr;
   for (const Node* node : graph.nodes()) {
+    if (last != nullptr && limits.stop_requested()) {
+      return limits.stopped(str_cat("after ", local.kernels, " of ", graph.num_nodes(), " nodes (the last: ",
+                                    last->name(), ")"));
+    }
+    last = node;
     std::vector<const Tensor*> args;
     for (const Value* in : node->inputs()) {
       const Tensor* t = lookup(in);

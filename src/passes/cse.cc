@@ -54,6 +54,8 @@ void append_attr(std::string& key, const AttrValue& value) {
         } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
           append_pod(key, v.size());
           for (const std::string& s : v) append_string(key, s);
+        } else if constexpr (std::is_same_v<V, GraphAttr>) {
+          append_pod(key, v.get());  // the same body object: subgraphs are never compared deeply
         } else {
           append_tensor(key, v);
         }

@@ -10,6 +10,8 @@ const std::vector<PassDef>& all_passes() {
       {"dce", "removes unused side-effect-free nodes and unused constants", run_dce_pass},
       {"constant_fold", "evaluates nodes of constants (and Shape/Size of static shapes) at compile time",
        run_constant_fold_pass},
+      {"inline_constant_if", "replaces an If whose condition became a constant by the nodes of the branch it takes",
+       run_inline_constant_if_pass},
       {"cse", "merges identical nodes on identical inputs, and equal small constants", run_cse_pass},
       {"simplify", "local algebraic rules: identities, neutral elements, chains of Transpose/Reshape/Cast",
        run_simplify_pass},

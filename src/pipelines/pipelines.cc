@@ -9,8 +9,10 @@ namespace {
 // -> Concat -> Reshape) once; it rewrites nothing else.
 const PipelineStage kShapesOnly = {{"infer_shapes"}, false,
                                    "O0 compiles the graph as given, apart from what planning needs:"};
-const PipelineStage kStaticShapes = {{"constant_fold", "dce", "infer_shapes"}, true,
-                                     "evaluate shape arithmetic so every shape is static"};
+// An If on a condition that folds may pick a branch of other shapes: taking it is part of
+// making shapes static.
+const PipelineStage kStaticShapes = {{"constant_fold", "inline_constant_if", "dce", "infer_shapes"}, true,
+                                     "evaluate shape arithmetic (and Ifs on it) so every shape is static"};
 
 // First, so every later pass (and the fuser) sees a composite's primitives.
 const PipelineStage kExpandComposites = {{"expand_composites"}, false,
@@ -19,8 +21,8 @@ const PipelineStage kShapes = {{"infer_shapes"}, false, "canonicalisation needs 
 // Folding exposes simplifications (a Reshape whose shape became constant), simplifying exposes
 // duplicates and dead nodes, and merging exposes more folds: loop until stable.
 const PipelineStage kCanonicalise = {
-    {"constant_fold", "simplify", "cse", "dce"}, true,
-    "canonicalise: fold constants and shape arithmetic, local rules, merge duplicates, drop dead code"};
+    {"constant_fold", "inline_constant_if", "simplify", "cse", "dce"}, true,
+    "canonicalise: fold constants and shape arithmetic, take constant Ifs, local rules, merge duplicates, drop dead code"};
 // After canonicalisation, so BN parameters computed from constants are constants by now.
 const PipelineStage kFoldBatchNorm = {{"fold_batchnorm", "dce"}, false,
                                       "fold inference BatchNormalization into its Conv/Gemm/MatMul"};

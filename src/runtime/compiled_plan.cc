@@ -126,6 +126,7 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
       }
     }
     KernelCompileContext ctx{*node, std::move(constants), options.threads};
+    ctx.subgraphs = options.subgraphs;
     ctx.exact_non_finite = std::any_of(node->inputs().begin(), node->inputs().end(),
                                        [&](const Value* in) { return in != nullptr && may_be_non_finite.count(in) > 0; });
     if (options.kernels != nullptr) {
@@ -363,13 +364,11 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
   Status status;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point run_start = Clock::now();
+  ScopedRunLimits scoped(limits);  // for kernels that loop (Loop, Scan)
   for (size_t s = 0; s < steps_.size() && status.is_ok(); ++s) {
-    const bool cancelled = limits.cancel && limits.cancel->load(std::memory_order_relaxed);
-    const bool late = limits.deadline && Clock::now() > *limits.deadline;
-    if (s > 0 && (cancelled || late)) {
-      status = Status::user_error(str_cat("run ", late ? "stopped at its time limit" : "cancelled", " after ", s,
-                                          " of ", steps_.size(), " steps (the last: ", steps_[s - 1].node->name(),
-                                          ")"));
+    if (s > 0 && limits.stop_requested()) {
+      status = limits.stopped(str_cat("after ", s, " of ", steps_.size(), " steps (the last: ",
+                                      steps_[s - 1].node->name(), ")"));
       break;
     }
     const Clock::time_point start = timings ? Clock::now() : run_start;

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/run_limits.h"
 #include "kernels/kernel.h"
+#include "kernels/subgraph_compiler.h"
 #include "passes/pass.h"
 #include "ops/eager.h"
 #include "runtime/memory_plan.h"
@@ -34,13 +36,8 @@ struct CompileOptions {
   const std::map<std::string, std::string>* epilogues = nullptr;
   // Keep, per step, every kernel that supports its node (step_alternatives), for the tuner.
   bool list_alternatives = false;
-};
-
-// Bounds on one run, checked between steps (a kernel itself is not interrupted): a deadline, and
-// a flag another thread may set. Either ends the run with a user error saying after which step.
-struct RunLimits {
-  std::optional<std::chrono::steady_clock::time_point> deadline;
-  const std::atomic<bool>* cancel = nullptr;
+  // Compiles the bodies of control-flow nodes (the Session's); null: they run eagerly.
+  const SubgraphCompiler* subgraphs = nullptr;
 };
 
 // When one step of a timed run started (microseconds from the run's start) and how long it took.

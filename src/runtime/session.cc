@@ -106,6 +106,53 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
   return session;
 }
 
+namespace {
+
+// A control-flow body in graph mode: a Session of its own over the body, with the owning
+// session's options (level, target, threads) but no tuning record (its node names are the main
+// graph's). Plans are compiled per input shape met, like the main graph's.
+class SessionBody final : public CompiledBody {
+ public:
+  explicit SessionBody(Session session) : session_(std::move(session)) {}
+  Result<std::vector<Tensor>> run(std::vector<Tensor> inputs) const override {
+    TensorMap feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) feeds[session_.inputs()[i].name] = std::move(inputs[i]);
+    // The run this body belongs to: the same deadline, cancel flag and loop cap.
+    OPFUSE_ASSIGN_OR_RETURN(TensorMap outs, session_.run(feeds, current_run_limits()));
+    std::vector<Tensor> results;
+    for (const auto& out : session_.outputs()) results.push_back(outs.at(out.name));
+    return results;
+  }
+
+ private:
+  Session session_;
+};
+
+class SessionBodyCompiler final : public SubgraphCompiler {
+ public:
+  explicit SessionBodyCompiler(const SessionOptions& options) : options_(options) {
+    options_.pipeline.fusion.tuning.reset();
+    options_.max_plans = 8;  // shapes a Loop's carried values take; each a plan
+  }
+  Result<std::unique_ptr<CompiledBody>> compile(const Graph& body,
+                                                const std::vector<ValueType>& input_types) const override {
+    Graph graph = body.clone();
+    for (size_t i = 0; i < graph.inputs().size(); ++i) {
+      graph.inputs()[i]->dtype = input_types[i].dtype;
+      graph.inputs()[i]->shape = input_types[i].shape;
+    }
+    graph.captured_inputs = 0;  // a graph of its own now: its captures are ordinary inputs
+    OPFUSE_TRY(infer_shapes(graph));
+    OPFUSE_ASSIGN_OR_RETURN(Session session, Session::create(std::move(graph), options_));
+    return std::unique_ptr<CompiledBody>(new SessionBody(std::move(session)));
+  }
+
+ private:
+  SessionOptions options_;
+};
+
+}  // namespace
+
 Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
                                                                  bool inputs_finite) const {
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, bind_input_shapes(*graph_, input_shapes));
@@ -122,6 +169,8 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
     compile.epilogues = &tuning->epilogues;
   }
   compile.list_alternatives = options_.list_kernel_alternatives;
+  const SessionBodyCompiler bodies(options_);
+  compile.subgraphs = &bodies;
   OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
   plan->set_pass_decisions(std::move(context.decisions));
   return std::shared_ptr<const CompiledPlan>(std::move(plan));
@@ -219,6 +268,7 @@ Result<TensorMap> Session::run_eager_with_stats(const TensorMap& inputs, EagerSt
 Result<TensorMap> Session::run(const TensorMap& inputs, const RunLimits& limits) const {
   if (options_.mode == ExecutionMode::kEager) {
     OPFUSE_TRY(check_inputs(inputs));
+    ScopedRunLimits scoped(limits);
     return run_eager(*graph_, inputs);
   }
   OPFUSE_ASSIGN_OR_RETURN(auto plan, plan_for(inputs));

@@ -366,16 +366,41 @@ TEST(ConstantIf, TakenBranchesAreInlinedNestedIncluded) {
   for (const Node* n : g->nodes()) EXPECT_NE(n->op_type(), "If");
 }
 
-TEST(ConstantIf, AnIfOnARunTimeConditionIsStillRefused) {
+// y = If(c) { If(c2) { Relu(x) } else { x * w } } else { Neg(x) }, c and c2 inputs: the Ifs stay,
+// each reads outer values (x from two levels up, w from the main graph's initializers).
+TEST(ConstantIf, IfsOnRunTimeConditionsImportWithTheirOuterScopeReads) {
   onnx::ModelProto m = model(13, {2});
   testing_onnx::add_value_info(m.mutable_graph()->mutable_input(), "c", {}, onnx::TensorProto::BOOL);
+  testing_onnx::add_value_info(m.mutable_graph()->mutable_input(), "c2", {}, onnx::TensorProto::BOOL);
+  floats_init(m, "w", {3.0f, -1.0f}, {2});
   auto* n = add_node(m, "If", {"c"}, {"y"}, "gate", "");
-  branch_node(branch(n, "then_branch"), "Relu", {"x"}, {"r"})->set_name("r");
-  n->mutable_attribute(0)->mutable_g()->add_output()->set_name("r");
+  onnx::GraphProto* then_g = branch(n, "then_branch");
+  auto* inner = branch_node(then_g, "If", {"c2"}, {"u"});
+  inner->set_name("inner");
+  branch_node(branch(inner, "then_branch"), "Relu", {"x"}, {"r"});
+  inner->mutable_attribute(0)->mutable_g()->add_output()->set_name("r");
+  branch_node(branch(inner, "else_branch"), "Mul", {"x", "w"}, {"p"});
+  inner->mutable_attribute(1)->mutable_g()->add_output()->set_name("p");
+  then_g->add_output()->set_name("u");
   branch_node(branch(n, "else_branch"), "Neg", {"x"}, {"e"});
   n->mutable_attribute(1)->mutable_g()->add_output()->set_name("e");
   outputs(m, {"y"});
-  expect_refused(m, {"gate", "If"});
+  auto g = load(m);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const Node* gate = g->find_node("gate");
+  ASSERT_NE(gate, nullptr);
+  // Its inputs: the condition, then the outer values its branches read (c2, x, w).
+  EXPECT_EQ(gate->inputs().size(), 4u);
+  const Tensor x = input({2});
+  for (bool c : {true, false}) {
+    for (bool c2 : {true, false}) {
+      auto got = run_eager(*g, {{"x", x}, {"c", Tensor::scalar<bool>(c)}, {"c2", Tensor::scalar<bool>(c2)}});
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      const float x1 = x.data<float>()[1];
+      const float want = !c ? -x1 : c2 ? std::max(x1, 0.0f) : x1 * -1.0f;
+      EXPECT_FLOAT_EQ(got->at("y").data<float>()[1], want) << c << c2;
+    }
+  }
 }
 
 TEST(ConstantIf, ABranchWithTheWrongOutputCountIsNamed) {

@@ -21,6 +21,7 @@ struct RunArgs {
   std::string output_dir;
   bool force = false;
   double time_limit_ms = 0;  // 0: none
+  int64_t max_loop_iterations = RunLimits::kDefaultMaxLoopIterations;
 };
 
 // The file name an output is written to: every character outside [A-Za-z0-9._-] becomes '_'.
@@ -78,6 +79,7 @@ Status run(const RunArgs& args) {
 
   const auto start = std::chrono::steady_clock::now();
   RunLimits limits;
+  limits.max_loop_iterations = args.max_loop_iterations;
   if (args.time_limit_ms > 0) {
     limits.deadline = start + std::chrono::microseconds(static_cast<int64_t>(args.time_limit_ms * 1000));
   }
@@ -114,8 +116,13 @@ Action add_run_command(CLI::App& app) {
                   "write each output to DIR/<name>.npy (characters outside [A-Za-z0-9._-] become _)");
   cmd->add_flag("--force", args->force, "overwrite existing output files");
   cmd->add_option("--time-limit", args->time_limit_ms,
-                  "MS: stop the run (graph mode, between kernels) once it has taken this long; an error")
+                  "MS: stop the run (between kernels, and between a Loop's iterations) once it has taken this long; an error")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-loop-iterations", args->max_loop_iterations,
+                  "N: a Loop running more iterations than this fails instead (a trip count of 2^62 with a "
+                  "condition that stays true)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   return [args] { return run(*args); };
 }
 

@@ -57,7 +57,7 @@ Result<AttrValue> attr_from_proto(const AttributeProto& a, const std::string& ba
   return Status::user_error(str_cat(what, " has type ", AttributeProto::AttributeType_Name(type),
                                     ", which is not supported",
                                     type == AttributeProto::GRAPH || type == AttributeProto::GRAPHS
-                                        ? " (subgraphs: Loop, Scan and an If on a condition computed at run time are not supported)"
+                                        ? " here (subgraphs are read only as the bodies of If, Loop and Scan)"
                                         : ""));
 }
 

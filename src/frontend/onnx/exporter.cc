@@ -55,7 +55,10 @@ void set_type(const Value& v, onnx::ValueInfoProto& info) {
   }
 }
 
-Status attr_to_proto(const std::string& name, const AttrValue& value, const Node& node, onnx::AttributeProto& a) {
+Status write_graph(const Graph& graph, const std::vector<std::string>& captured_names, onnx::GraphProto& g);
+
+Status attr_to_proto(const std::string& name, const AttrValue& value, const Node& node,
+                     const std::vector<std::string>& captured_names, onnx::AttributeProto& a) {
   a.set_name(name);
   using onnx::AttributeProto;
   switch (attr_type_of(value)) {
@@ -91,6 +94,75 @@ Status attr_to_proto(const std::string& name, const AttrValue& value, const Node
       a.set_type(AttributeProto::TENSOR);
       tensor_to_proto(t, "", *a.mutable_t());
       break;
+    }
+    case AttrType::kGraph: {
+      const GraphAttr& body = std::get<GraphAttr>(value);
+      if (!body) return Status::internal_error(str_cat(node.describe(), ": attribute '", name, "' has no graph"));
+      a.set_type(AttributeProto::GRAPH);
+      a.mutable_g()->set_name(body->name);
+      OPFUSE_TRY(write_graph(*body, captured_names, *a.mutable_g()));
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+// The nodes, inputs, outputs and initializers of `graph`. A subgraph's captured inputs are not
+// inputs in ONNX but reads of the enclosing graph's values: they are written under those values'
+// names (`captured_names`, the owning node's trailing inputs).
+Status write_graph(const Graph& graph, const std::vector<std::string>& captured_names, onnx::GraphProto& g) {
+  std::map<const Value*, std::string> renamed;
+  const size_t formal = graph.inputs().size() - graph.captured_inputs;
+  for (size_t i = formal; i < graph.inputs().size(); ++i) renamed[graph.inputs()[i]] = captured_names.at(i - formal);
+  auto name_of = [&](const Value* v) {
+    auto it = renamed.find(v);
+    return it == renamed.end() ? v->name() : it->second;
+  };
+  for (size_t i = 0; i < formal; ++i) set_type(*graph.inputs()[i], *g.add_input());
+  for (const Value* out : graph.outputs()) {
+    set_type(*out, *g.add_output());
+    g.mutable_output()->rbegin()->set_name(name_of(out));
+  }
+  // Initializers: every constant some node or output uses (graph inputs with a default too).
+  for (const Value* v : graph.values()) {
+    if (!v->is_constant() || (v->uses().empty() && !v->is_graph_output())) continue;
+    const Tensor& t = *v->constant();
+    if (onnx_elem_type(t.dtype()) == TensorProto::UNDEFINED) {
+      return Status::user_error(str_cat("constant '", v->name(), "' has an undefined dtype"));
+    }
+    tensor_to_proto(t, v->name(), *g.add_initializer());
+  }
+  for (const Node* node : graph.nodes()) {
+    onnx::NodeProto* n = g.add_node();
+    n->set_name(node->name());
+    n->set_op_type(node->op_type());
+    if (!node->domain().empty()) n->set_domain(node->domain());
+    // The inputs a node passes to its subgraphs' captures are not ONNX inputs.
+    std::vector<std::string> captured;
+    size_t explicit_inputs = node->inputs().size();
+    for (const auto& [name, value] : node->attrs) {
+      if (const auto* body = std::get_if<GraphAttr>(&value); body && *body) {
+        explicit_inputs = node->inputs().size() - (*body)->captured_inputs;
+      }
+    }
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Value* in = node->input(i);
+      if (i < explicit_inputs) n->add_input(in ? name_of(in) : "");
+      else captured.push_back(name_of(in));
+    }
+    for (const Value* out : node->outputs()) {
+      // Unused optional outputs are left unnamed, as ONNX spells "absent".
+      n->add_output(out && (!out->uses().empty() || out->is_graph_output()) ? out->name() : "");
+    }
+    while (n->output_size() > 1 && n->output(n->output_size() - 1).empty()) n->mutable_output()->RemoveLast();
+    if (n->output_size() == 1 && n->output(0).empty()) n->set_output(0, node->output(0)->name());
+    for (const auto& [name, value] : node->attrs) {
+      OPFUSE_TRY(attr_to_proto(name, value, *node, captured, *n->add_attribute()));
+    }
+    for (const Value* out : node->outputs()) {
+      if (out && out->shape && !out->uses().empty() && !out->is_graph_output() && out->dtype != DType::kUndefined) {
+        set_type(*out, *g.add_value_info());
+      }
     }
   }
   return Status::ok();
@@ -143,36 +215,7 @@ Result<std::string> export_onnx(const Graph& graph, const OnnxExportOptions& opt
     o->set_version(1);
   }
 
-  for (const Value* in : graph.inputs()) set_type(*in, *g->add_input());
-  for (const Value* out : graph.outputs()) set_type(*out, *g->add_output());
-  // Initializers: every constant some node or output uses (graph inputs with a default too).
-  for (const Value* v : graph.values()) {
-    if (!v->is_constant() || (v->uses().empty() && !v->is_graph_output())) continue;
-    const Tensor& t = *v->constant();
-    if (onnx_elem_type(t.dtype()) == TensorProto::UNDEFINED) {
-      return Status::user_error(str_cat("constant '", v->name(), "' has an undefined dtype"));
-    }
-    tensor_to_proto(t, v->name(), *g->add_initializer());
-  }
-  for (const Node* node : graph.nodes()) {
-    onnx::NodeProto* n = g->add_node();
-    n->set_name(node->name());
-    n->set_op_type(node->op_type());
-    if (!node->domain().empty()) n->set_domain(node->domain());
-    for (const Value* in : node->inputs()) n->add_input(in ? in->name() : "");
-    for (const Value* out : node->outputs()) {
-      // Unused optional outputs are left unnamed, as ONNX spells "absent".
-      n->add_output(out && (!out->uses().empty() || out->is_graph_output()) ? out->name() : "");
-    }
-    while (n->output_size() > 1 && n->output(n->output_size() - 1).empty()) n->mutable_output()->RemoveLast();
-    if (n->output_size() == 1 && n->output(0).empty()) n->set_output(0, node->output(0)->name());
-    for (const auto& [name, value] : node->attrs) OPFUSE_TRY(attr_to_proto(name, value, *node, *n->add_attribute()));
-    for (const Value* out : node->outputs()) {
-      if (out && out->shape && !out->uses().empty() && !out->is_graph_output() && out->dtype != DType::kUndefined) {
-        set_type(*out, *g->add_value_info());
-      }
-    }
-  }
+  OPFUSE_TRY(write_graph(graph, {}, *g));
   std::string bytes;
   if (!model.SerializeToString(&bytes)) {
     return Status::user_error("the model is too large to serialize as one ONNX file (over 2 GB)");

@@ -11,6 +11,7 @@
 #include "frontend/onnx/canonicalize.h"
 #include "frontend/onnx/constant_node.h"
 #include "frontend/onnx/opsets.h"
+#include "frontend/onnx/outer_scope.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/registry.h"
 #include "ops/infer_shapes.h"
@@ -20,35 +21,52 @@ namespace {
 
 class GraphBuilder {
  public:
-  GraphBuilder(const onnx::ModelProto& model, const std::string& base_dir,
-               const OnnxLoadOptions& options)
-      : proto_(model.graph()), base_dir_(base_dir) {
-    budget_.max_tensor_bytes = options.max_tensor_bytes;
-    budget_.max_total_bytes = options.max_weight_bytes;
-  }
+  GraphBuilder(const onnx::GraphProto& proto, const std::string& base_dir,
+               const OnnxLoadOptions& options, TensorBudget* budget)
+      : proto_(proto), base_dir_(base_dir), options_(options), budget_(budget) {}
 
-  Result<Graph> build(const onnx::ModelProto& model, const OnnxLoadOptions& options) {
+  Result<Graph> build(const onnx::ModelProto& model) {
     OPFUSE_ASSIGN_OR_RETURN(model_opsets_, read_opset_imports(model));
     // Every default-domain node is read in the form of the op records' opsets (record_opset).
     graph_.opset_imports = model_opsets_;
     if (auto it = graph_.opset_imports.find(""); it != graph_.opset_imports.end()) {
       it->second = std::clamp(it->second, kMinOnnxOpset, kMaxOnnxOpset);
     }
+    return build_body({});
+  }
+
+ private:
+  // A subgraph of a node of `parent`: its own names, the model's opsets, and `captures` (the
+  // outer-scope names it reads) as trailing inputs typed like the parent's values.
+  Result<Graph> build_subgraph(const GraphBuilder& parent, const std::vector<std::string>& captures) {
+    model_opsets_ = parent.model_opsets_;
+    std::vector<const Value*> outer;
+    for (const std::string& name : captures) outer.push_back(parent.values_.at(name));
+    return build_body(outer);
+  }
+
+  Result<Graph> build_body(const std::vector<const Value*>& captures) {
     if (!proto_.name().empty()) graph_.name = proto_.name();
     reserve_names();
     OPFUSE_TRY(read_initializers());
     OPFUSE_TRY(read_inputs());
+    for (const Value* outer : captures) {
+      Value* v = graph_.add_input(outer->name(), outer->dtype, outer->shape.value_or(Shape{}));
+      v->shape = outer->shape;
+      OPFUSE_TRY(define(outer->name(), v));
+    }
+    graph_.captured_inputs = captures.size();
     OPFUSE_TRY(check_node_ops());
     OPFUSE_TRY(check_node_names());
     OPFUSE_ASSIGN_OR_RETURN(std::vector<int> order, node_order());
     for (int index : order) OPFUSE_TRY(read_node(index));
     OPFUSE_TRY(read_outputs());
     OPFUSE_TRY(graph_.topological_sort());
-    if (options.infer_shapes) OPFUSE_TRY(infer_shapes(graph_));
+    // A body's types depend on what its node passes: If, Loop and Scan infer them per use.
+    if (options_.infer_shapes && !is_subgraph_) OPFUSE_TRY(infer_shapes(graph_));
     return std::move(graph_);
   }
 
- private:
   // "node 'conv1' (index 12)"; ONNX allows empty node names, so one is generated.
   std::string node_name(int index) const {
     const onnx::NodeProto& n = proto_.node(index);
@@ -97,7 +115,7 @@ class GraphBuilder {
       }
       OPFUSE_ASSIGN_OR_RETURN(
           Tensor data,
-          tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), &budget_));
+          tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), budget_));
       OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
     }
     return Status::ok();
@@ -114,7 +132,8 @@ class GraphBuilder {
       }
       if (info.name().empty()) return Status::user_error("a graph input has no name");
       OPFUSE_ASSIGN_OR_RETURN(DeclaredType type, declared_type(info, what));
-      if (type.dtype == DType::kUndefined) {
+      // A body's inputs take their types from the node at each run; the main graph's must say.
+      if (type.dtype == DType::kUndefined && !is_subgraph_) {
         return Status::user_error(str_cat(what, " has no tensor type"));
       }
       Value* v = graph_.add_input(info.name(), type.dtype, type.shape.value_or(Shape{}));
@@ -224,7 +243,10 @@ class GraphBuilder {
     std::vector<int> pending(n, 0);
     std::unordered_map<int, std::vector<int>> consumers;  // producer index -> consumer slots
     for (int i = 0; i < n; ++i) {
-      for (const std::string& in : proto_.node(i).input()) {
+      // A node's subgraphs' outer-scope reads order it like its inputs do.
+      std::vector<std::string> reads(proto_.node(i).input().begin(), proto_.node(i).input().end());
+      for (const std::string& name : outer_scope_reads(proto_.node(i))) reads.push_back(name);
+      for (const std::string& in : reads) {
         if (in.empty() || values_.count(in)) continue;
         auto it = producer.find(in);
         if (it == producer.end()) {
@@ -265,12 +287,24 @@ class GraphBuilder {
     draft.domain = canonical_domain(n.domain());
     draft.name = node_name(index);
     OPFUSE_ASSIGN_OR_RETURN(draft.opset, node_opset(index));
+    // Subgraphs read outer-scope values by name; each such value becomes a trailing input of the
+    // node and of every subgraph (Graph::captured_inputs), in the same order.
+    const std::vector<std::string> captures = outer_scope_reads(n);
     for (const auto& a : n.attribute()) {
-      OPFUSE_ASSIGN_OR_RETURN(AttrValue value, attr_from_proto(a, base_dir_, label_, &budget_));
+      if (a.has_g()) {
+        OPFUSE_ASSIGN_OR_RETURN(draft.attrs[a.name()], read_subgraph(a.g(), captures));
+        continue;
+      }
+      if (a.graphs_size() > 0) {
+        return Status::user_error(str_cat(label_, ": attribute '", a.name(),
+                                          "' is a list of graphs, which is not supported"));
+      }
+      OPFUSE_ASSIGN_OR_RETURN(AttrValue value, attr_from_proto(a, base_dir_, label_, budget_));
       draft.attrs[a.name()] = std::move(value);
     }
     for (const std::string& in : n.input())
       draft.inputs.push_back(in.empty() ? nullptr : values_.at(in));
+    for (const std::string& name : captures) draft.inputs.push_back(values_.at(name));
     draft.outputs.assign(n.output().begin(), n.output().end());
     if (draft.domain.empty() && draft.op_type == "Constant") {
       OPFUSE_ASSIGN_OR_RETURN(Tensor data, constant_node_value(draft.attrs, label_));
@@ -283,6 +317,13 @@ class GraphBuilder {
     CanonicalizeContext ctx{graph_, [this](const std::string& base) { return fresh_name(base); },
                             [this](NodeDraft d) { return add_checked(std::move(d)); }};
     return add_canonical_node(std::move(draft), ctx);
+  }
+
+  Result<AttrValue> read_subgraph(const onnx::GraphProto& body, const std::vector<std::string>& captures) {
+    GraphBuilder sub(body, base_dir_, options_, budget_);
+    sub.is_subgraph_ = true;
+    OPFUSE_ASSIGN_OR_RETURN(Graph graph, sub.build_subgraph(*this, captures));
+    return AttrValue(GraphAttr(std::make_shared<Graph>(std::move(graph))));
   }
 
   // Checks a (possibly canonicalised or helper) node against its op record and adds it.
@@ -339,22 +380,27 @@ class GraphBuilder {
   }
 
   const onnx::GraphProto& proto_;
+  bool is_subgraph_ = false;  // a node's body: its inputs may be untyped, it may capture
   std::string base_dir_;
+  const OnnxLoadOptions& options_;
   Graph graph_;
   std::map<std::string, int64_t> model_opsets_;  // as the model imports them
   std::unordered_map<std::string, Value*> values_;  // ONNX value name -> value
   std::unordered_set<std::string> reserved_;        // every value name the model uses
   std::string label_;                               // the node being read, for messages
   std::string original_op_;
-  TensorBudget budget_;  // weight-byte caps from the load options
+  TensorBudget* budget_;  // weight-byte caps from the load options, shared with subgraphs
 };
 
 }  // namespace
 
 Result<Graph> build_graph(const onnx::ModelProto& model, const std::string& base_dir,
                           const OnnxLoadOptions& options) {
-  GraphBuilder builder(model, base_dir, options);
-  return builder.build(model, options);
+  TensorBudget budget;
+  budget.max_tensor_bytes = options.max_tensor_bytes;
+  budget.max_total_bytes = options.max_weight_bytes;
+  GraphBuilder builder(model.graph(), base_dir, options, &budget);
+  return builder.build(model);
 }
 
 }  // namespace opfuse::onnx_import

@@ -60,8 +60,10 @@ constexpr UnchangedSince kCompatibleBefore11[] = {
     {"Gemm", 7},                                   // 9: types; 11: C optional
     {"Greater", 7},                                // 9: types
     {"Hardmax", 1},                                // 11: negative axis (2-D coercion: canonicalize)
+    {"If", 1},                                     // 11: branches' output shapes may differ
     {"Less", 7},                                   // 9: types
     {"LogSoftmax", 1},                             // 11: negative axis (2-D coercion: canonicalize)
+    {"Loop", 1},                                   // 11: shapes of carried values may change
     {"MatMul", 1},                                 // 9: types
     {"Max", 6},                                    // 8: broadcasting
     {"MaxPool", 1},                                // 8 indices, 10 ceil_mode and dilations
@@ -70,6 +72,7 @@ constexpr UnchangedSince kCompatibleBefore11[] = {
     {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
     {"ReduceMax", 1}, {"ReduceMean", 1}, {"ReduceMin", 1}, {"ReduceProd", 1}, {"ReduceSum", 1},
     {"ReduceSumSquare", 1},                        // 11: negative axes
+    {"Scan", 9},                                   // 11: negative axes (8 had another signature)
     {"Slice", 10},                                 // 11: negative axes
     {"Softmax", 1},                                // 11: negative axis
     {"Split", 2},                                  // 11: negative axis
