@@ -8,6 +8,7 @@
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
+#include "kernels/cpu/rnn_kernel.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/kernel.h"
 
@@ -54,6 +55,11 @@ const std::vector<KernelImpl>& all_kernels() {
         fused_region_kernel_impl(),
         // Streaming attention (opfuse::FusedAttention): oneDNN sgemm tiles + online softmax.
         fused_attention_kernel_impl(),
+        // LSTM / GRU / RNN in f32 with constant weights (kernels/cpu/rnn_kernel.cc): one GEMM for
+        // every step's input projection, R packed once for the per-step product.
+        rnn_lstm_kernel(),
+        rnn_gru_kernel(),
+        rnn_simple_kernel(),
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
