@@ -4,14 +4,15 @@
 // (ops/rnn.cc), which is the oracle this kernel is tested against.
 //
 // Why it is fast where the reference is not:
-//  - the input projections X_t W^T of every step and both directions are one GEMM
-//    ([seq*batch, input] x [input, dirs*gates*hidden], oneDNN's sgemm) before the recurrence,
+//  - the input projections X_t W^T of every step are one GEMM per direction
+//    ([seq*batch, input] x [input, gates*hidden], oneDNN's sgemm) before the recurrence,
 //    instead of a matrix-vector product per step;
 //  - R is packed once, at creation, into panels of four vectors' width x hidden rows, so the
 //    per-step product H_{t-1} R^T streams each panel with aligned loads into register
 //    accumulators (one batch row: two banks over even/odd k, so the FMA chains overlap);
 //  - the gate math runs on whole vectors with hwy_math-inl.h's Sigmoid and SafeTanh (NaN kept);
-//  - a bidirectional node runs its two directions on two threads.
+//  - a large bidirectional node runs its two directions (projection and recurrence) on two
+//    threads.
 // Every gate block is padded to a whole number of vectors (Hp >= hidden): W and R get zero rows
 // there, so the padded lanes hold values nobody reads (the products read h[0, hidden) only and the
 // outputs copy hidden values), and no gate loop needs a scalar tail.
@@ -253,6 +254,16 @@ namespace {
 using hwy_cpu::RnnVectorActivation;
 using AlignedFloats = hwy::AlignedFreeUniquePtr<float[]>;
 
+// Below this many multiply-adds (about 2 ms on one core) the input projections, and per
+// direction a bidirectional node's two directions, run on the calling thread: a parallel region
+// must pay for waking a worker, and on a loaded machine for the worker's wait for a time slice.
+// Measured on the shared 2-vCPU VM at load 6 (seq 100, input 64, hidden 128, bidirectional: 10M
+// per direction, 6.5M in the projections): 0.58 ms on one thread; two threads for the directions
+// 0.60 ms with passive waits and 12-24 ms with spinning ones, and the same 24 ms with only the
+// projection GEMM threaded.
+constexpr int64_t kParallelProjectionMacs = int64_t{1} << 24;
+constexpr int64_t kParallelDirectionMacs = int64_t{1} << 24;
+
 AlignedFloats aligned_zeros(size_t n) {
   AlignedFloats p = hwy::AllocateAligned<float>(std::max<size_t>(n, 1));
   std::fill(p.get(), p.get() + std::max<size_t>(n, 1), 0.0f);
@@ -390,17 +401,43 @@ class RnnKernel final : public Kernel {
     const bool partial = std::any_of(lens.begin(), lens.end(), [&](int64_t len) { return len < d_.seq; });
     if (y && partial) std::fill(y, y + out[0]->numel(), 0.0f);
 
-    // Input projections of every step and direction: [seq * batch, dirs * gates * Hp].
-    const int64_t cols = d_.directions * gates_ * hp_;
-    AlignedFloats projected = hwy::AllocateAligned<float>(static_cast<size_t>(d_.seq * d_.batch * cols));
-    const dnnl_status_t st = dnnl_sgemm('N', 'T', d_.seq * d_.batch, cols, d_.input, 1.0f, x->data<float>(), d_.input,
-                                        w_.get(), d_.input, 0.0f, projected.get(), cols);
-    if (st != dnnl_success) return Status::internal_error(str_cat(who_, ": cpu.rnn: dnnl_sgemm failed (", int(st), ")"));
-
+    // Input projections of every step: per direction [seq * batch, gates * Hp].
+    const int64_t rows = d_.seq * d_.batch, stride = gates_ * hp_;
+    AlignedFloats projected = hwy::AllocateAligned<float>(static_cast<size_t>(d_.directions * rows * stride));
+    auto project = [&](int64_t dir) {
+      return dnnl_sgemm('N', 'T', rows, stride, d_.input, 1.0f, x->data<float>(), d_.input,
+                        w_.get() + dir * stride * d_.input, d_.input, 0.0f, projected.get() + dir * rows * stride,
+                        stride);
+    };
     const Outputs o{y, y_h, y_c};
-    const int threads = d_.directions > 1 ? std::min(omp_get_max_threads(), 2) : 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static, 1)
-    for (int64_t dir = 0; dir < d_.directions; ++dir) run_direction(dir, projected.get(), lens, h0, c0, o);
+    dnnl_status_t status[2] = {dnnl_success, dnnl_success};
+    const int64_t direction_macs = rows * stride * (d_.input + d_.hidden);
+    if (d_.directions == 2 && omp_get_max_threads() >= 2 && direction_macs >= kParallelDirectionMacs) {
+      // One thread per direction, each projecting its own inputs (oneDNN runs a call made inside
+      // a parallel region on the calling thread) then running its recurrence: one parallel region
+      // per run.
+#pragma omp parallel num_threads(2)
+      {
+        const int dir = omp_get_thread_num();
+        status[dir] = project(dir);
+        if (status[dir] == dnnl_success) run_direction(dir, projected.get() + dir * rows * stride, lens, h0, c0, o);
+      }
+    } else {
+      // A small projection runs on this thread: waking the OpenMP workers for it costs more than
+      // it saves, and on a loaded machine a worker that is not scheduled stalls the whole run
+      // (measured: a seq-1 LSTM took 12 ms instead of 0.04 with spinning workers at load 6).
+      const bool parallel_gemm = rows * d_.directions * stride * d_.input >= kParallelProjectionMacs;
+      const int saved_threads = omp_get_max_threads();
+      if (!parallel_gemm) omp_set_num_threads(1);
+      for (int64_t dir = 0; dir < d_.directions; ++dir) status[dir] = project(dir);
+      if (!parallel_gemm) omp_set_num_threads(saved_threads);
+      for (int64_t dir = 0; dir < d_.directions; ++dir) {
+        if (status[dir] == dnnl_success) run_direction(dir, projected.get() + dir * rows * stride, lens, h0, c0, o);
+      }
+    }
+    for (dnnl_status_t st : status) {
+      if (st != dnnl_success) return Status::internal_error(str_cat(who_, ": cpu.rnn: dnnl_sgemm failed (", int(st), ")"));
+    }
     return Status::ok();
   }
 
@@ -498,14 +535,14 @@ class RnnKernel final : public Kernel {
     return p;
   }
 
-  // One direction over the whole sequence. Per step: the active entries (step < length) gather
+  // One direction over the whole sequence, reading its input projections `projected`
+  // ([seq * batch, gates * Hp]). Per step: the active entries (step < length) gather
   // their state rows, one packed product gives their recurrent terms, the gate math updates the
   // state in place and the step's output rows are copied out.
   void run_direction(int64_t dir, const float* projected, const std::vector<int64_t>& lens, const float* h0,
                      const float* c0, const Outputs& o) const {
     const hwy_cpu::RnnGateParams p = gate_params(dir);
     const int64_t batch = d_.batch, hidden = d_.hidden, stride = gates_ * hp_;
-    const int64_t cols = d_.directions * stride;
     const size_t hidden_bytes = static_cast<size_t>(hidden) * sizeof(float);
     AlignedFloats h = aligned_zeros(static_cast<size_t>(batch * hp_));
     AlignedFloats c = aligned_zeros(static_cast<size_t>(batch * hp_));
@@ -548,7 +585,7 @@ class RnnKernel final : public Kernel {
       }
       auto projected_row = [&](int64_t b) {
         const int64_t t = a_.runs_reversed(dir) ? lens[b] - 1 - step : step;
-        return projected + x_row(t, b) * cols + dir * stride;
+        return projected + x_row(t, b) * stride;
       };
       if (a_.cell == RnnCell::kGru) {
         for (size_t i = 0; i < n; ++i) {
