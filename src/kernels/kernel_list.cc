@@ -8,6 +8,7 @@
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
+#include "kernels/cpu/rnn_kernel.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/kernel.h"
 
@@ -59,6 +60,11 @@ const std::vector<KernelImpl>& all_kernels() {
         control_flow_kernel("If"),
         control_flow_kernel("Loop"),
         control_flow_kernel("Scan"),
+        // LSTM / GRU / RNN in f32 with constant weights (kernels/cpu/rnn_kernel.cc): one GEMM for
+        // every step's input projection, R packed once for the per-step product.
+        rnn_lstm_kernel(),
+        rnn_gru_kernel(),
+        rnn_simple_kernel(),
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
