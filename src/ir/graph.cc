@@ -202,6 +202,15 @@ std::vector<Value*> Graph::values() const {
   return out;
 }
 
+Status Graph::rename_value(Value* value, const std::string& name) {
+  if (value->name_ == name) return Status::ok();
+  if (value_by_name_.count(name)) return Status::internal_error(str_cat("rename to '", name, "': the name is taken"));
+  value_by_name_.erase(value->name_);
+  value->name_ = name;
+  value_by_name_[name] = value;
+  return Status::ok();
+}
+
 Value* Graph::find_value(const std::string& name) const {
   auto it = value_by_name_.find(name);
   return it == value_by_name_.end() ? nullptr : it->second;

@@ -117,6 +117,8 @@ class Graph {
                          const std::string& node_name = "", const std::string& domain = "");
 
   void set_input(Node* node, size_t index, Value* value);
+  // Gives a value another name; fails (internal error) when a live value has that name.
+  Status rename_value(Value* value, const std::string& name);
   // Points every use of `from` (and the graph output, if it is one) at `to`.
   void replace_all_uses(Value* from, Value* to);
   // Removes a node; its outputs must have no uses and not be graph outputs.

@@ -5,14 +5,14 @@
 #include <unordered_map>
 
 #include "ops/infer_shapes.h"
+#include "passes/pass_util.h"
 #include "passes/passes.h"
 
 namespace opfuse {
 namespace {
 
 std::optional<bool> constant_condition(const Node& node) {
-  const Value* cond = node.input(0);
-  const Tensor* t = cond ? cond->constant() : nullptr;
+  const Tensor* t = constant_data(node.input(0));
   if (!t || t->dtype() != DType::kBool || t->numel() != 1) return std::nullopt;
   return t->data<bool>()[0];
 }
@@ -56,13 +56,30 @@ Result<bool> run_inline_constant_if_pass(Graph& graph, PassContext& context) {
     const Graph& branch = *std::get<GraphAttr>(node->attrs.at(taken));
     OPFUSE_ASSIGN_OR_RETURN(std::vector<Value*> results, inline_branch(graph, *node, branch));
     const std::string name = node->name();
+    // A graph output keeps its name: it is parked on a placeholder while the If goes, then given
+    // to an Identity of the branch's result.
+    std::vector<std::pair<Value*, Value*>> renamed;  // (Identity output, placeholder)
+    std::vector<std::string> names;
     for (size_t i = 0; i < results.size(); ++i) {
       Value* out = node->output(i);
       // The If's value keeps its inferred type where the branch's copy has none yet.
       if (results[i]->dtype == DType::kUndefined) results[i]->dtype = out->dtype;
-      graph.replace_all_uses(out, results[i]);
+      if (!out->is_graph_output()) {
+        graph.replace_all_uses(out, results[i]);
+        continue;
+      }
+      Value* placeholder = graph.add_value("", out->dtype, out->shape);
+      graph.replace_all_uses(out, placeholder);
+      OPFUSE_ASSIGN_OR_RETURN(Node * identity, graph.add_node("Identity", {results[i]}, {""}, {}, name + "/output"));
+      renamed.emplace_back(identity->output(0), placeholder);
+      names.push_back(out->name());
     }
     OPFUSE_TRY(graph.remove_node(node));
+    graph.remove_dead_values();  // frees the names of the If's outputs
+    for (size_t k = 0; k < renamed.size(); ++k) {
+      OPFUSE_TRY(graph.rename_value(renamed[k].first, names[k]));
+      graph.replace_all_uses(renamed[k].second, renamed[k].first);
+    }
     context.decide(application("inline_constant_if",
                                str_cat("If '", name, "': its condition is constant ", *cond ? "true" : "false",
                                        "; its ", taken, " is inlined"),

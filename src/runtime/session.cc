@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
@@ -64,6 +65,35 @@ std::string TensorSignature::to_string() const {
   return str_cat(name, ": ", dtype_name(dtype), shape ? shape_to_string(*shape) : "[*]");
 }
 
+namespace {
+
+// The scalar integer or bool inputs some If reads, directly or through the nodes computing its
+// inputs (its condition, and what its branches read, which may decide Ifs nested in them).
+std::vector<size_t> inputs_deciding_ifs(const Graph& graph) {
+  std::set<const Value*> seen;
+  std::vector<const Value*> stack;
+  for (const Node* node : graph.nodes()) {
+    if (node->op_type() != "If" || !node->domain().empty()) continue;
+    for (const Value* in : node->inputs()) stack.push_back(in);
+  }
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (v == nullptr || !seen.insert(v).second || !v->producer()) continue;
+    for (const Value* in : v->producer()->inputs()) stack.push_back(in);
+  }
+  std::vector<size_t> out;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value* in = graph.inputs()[i];
+    const bool scalar_setting = in->shape && in->shape->empty() &&
+                                (in->dtype == DType::kI64 || in->dtype == DType::kI32 || in->dtype == DType::kBool);
+    if (scalar_setting && seen.count(in)) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<Session> Session::create(Graph graph, SessionOptions options) {
   if (options.target.empty()) {
     apply_target_caps();
@@ -86,10 +116,12 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
   for (const Value* v : graph.outputs()) {
     session.outputs_.push_back({v->name(), v->dtype, v->shape});
   }
+  session.specialized_ = inputs_deciding_ifs(graph);
   session.graph_ = std::make_shared<const Graph>(std::move(graph));
   session.plans_ = std::make_shared<PlanCache>();
-  // A model with static inputs is compiled now, so errors and compile time surface here.
-  if (options.mode == ExecutionMode::kGraph) {
+  // A model with static inputs is compiled now, so errors and compile time surface here (unless
+  // its plans depend on input values).
+  if (options.mode == ExecutionMode::kGraph && session.specialized_.empty()) {
     std::vector<Shape> shapes;
     bool all_static = true;
     for (const auto& sig : session.inputs_) {
@@ -154,9 +186,18 @@ class SessionBodyCompiler final : public SubgraphCompiler {
 }  // namespace
 
 Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
-                                                                 bool inputs_finite) const {
+                                                                 bool inputs_finite, const TensorMap& values) const {
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, bind_input_shapes(*graph_, input_shapes));
   PassContext context;
+  for (const auto& [name, value] : values) {
+    Value* in = graph.find_value(name);
+    Value* bound = graph.add_constant(name + "/bound", value);
+    graph.replace_all_uses(in, bound);
+    context.decide(application("specialize_inputs",
+                               str_cat("input '", name, "' bound to its value ", value.get_int(0),
+                                       ": an If depends on it; other values get plans of their own"),
+                               {name}));
+  }
   PipelineOptions pipeline = options_.pipeline;
   supply_layout_timer(pipeline);  // per compile: a measuring timer is not shared between threads
   OPFUSE_TRY(run_pipeline(graph, options_.level, pipeline, context));
@@ -186,12 +227,18 @@ Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& i
     shapes.push_back(make_shape(key.first.back()));
     key.second = key.second && all_finite(t);  // one pass over the inputs (an image: ~20 us)
   }
+  TensorMap values;
+  for (size_t i : specialized_) {
+    const Tensor& t = inputs.at(inputs_[i].name);
+    key.first.push_back({t.get_int(0)});
+    values[inputs_[i].name] = t.clone();
+  }
   {
     std::lock_guard lock(plans_->mutex);
     if (auto plan = plans_->find(key)) return plan;
   }
   // Compiled outside the lock; if two threads race, both compile and the first result is kept.
-  OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes, key.second));
+  OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes, key.second, values));
   std::lock_guard lock(plans_->mutex);
   return plans_->insert(key, std::move(plan), options_.max_plans);
 }

@@ -80,14 +80,19 @@ class Session {
  private:
   struct PlanCache;
   Status check_inputs(const TensorMap& inputs) const;
+  // `values`: the inputs whose values the plan binds (specialized_), by name.
   Result<std::shared_ptr<const CompiledPlan>> compile_for(const std::vector<Shape>& input_shapes,
-                                                          bool inputs_finite) const;
+                                                          bool inputs_finite, const TensorMap& values = {}) const;
 
   std::shared_ptr<const Graph> graph_;
   SessionOptions options_;
   std::vector<TensorSignature> inputs_;
   std::vector<TensorSignature> outputs_;
   std::shared_ptr<PlanCache> plans_;
+  // Inputs whose values graph mode compiles into the plan (one plan per value met): scalar
+  // integer or bool inputs an If depends on, such as a sample rate choosing the branch for its
+  // rate. The If then folds away and its branch is optimised with the rest of the graph.
+  std::vector<size_t> specialized_;
 };
 
 }  // namespace opfuse

@@ -22,10 +22,13 @@ bool has_step(const CompiledRun& run, const std::string& text) {
   return false;
 }
 
-// y = If(c) { Relu(x * w) } else { Sigmoid(x) * 0.5 } + x: the branches read the outer x and w.
+// y = If(s > 0) { Relu(x * w) } else { Sigmoid(x) * 0.5 } + x: the branches read the outer x
+// and w. The condition is computed from a float, so it stays a run-time If in graph mode.
 const char* kIfGraph = R"(
-graph @main (%c: bool[], %x: f32[2,8]) {
+graph @main (%s: f32[], %x: f32[2,8]) {
   %w: f32[8] = const [1, -2, 3, -4, 0.5, -0.5, 2, -1]
+  %zero: f32[] = const [0]
+  %c = Greater(%s, %zero)
   %y = If(%c, %x, %w) {then_branch = graph @then (%x: f32[2,8], %w: f32[8]) captures 2 {
       %m = Mul(%x, %w)
       %r = Relu(%m)
@@ -47,7 +50,7 @@ TEST(ControlFlow, IfOnARunTimeConditionRunsTheTakenBranchAtEveryLevel) {
       SCOPED_TRACE(str_cat(cond ? "then " : "else ", static_cast<int>(level)));
       const CompiledRun run = compile_and_compare(kIfGraph, level, [&](const Graph& g) {
         TensorMap in;
-        in["c"] = Tensor::scalar<bool>(cond);
+        in["s"] = Tensor::scalar<float>(cond ? 1.0f : -1.0f);
         in["x"] = random_inputs(g, 3).at("x");
         return in;
       });
@@ -73,11 +76,41 @@ TEST(ControlFlow, ACompiledBranchKeepsNaN) {
   // At O2 the branch's Mul+Relu chain is fused in its own plan; a fused Relu must still give
   // NaN for NaN, as eager mode does.
   TensorMap in;
-  in["c"] = Tensor::scalar<bool>(true);
+  in["s"] = Tensor::scalar<float>(1.0f);
   in["x"] = Tensor::from_vector<float>({2, 8}, std::vector<float>(16, std::nanf("")));
   auto got = session->run(in);
   ASSERT_TRUE(got.is_ok()) << got.status().message();
   for (float v : got->at("z").values<float>()) EXPECT_TRUE(std::isnan(v));
+}
+
+// An If on a scalar bool input (a setting such as a sample rate): graph mode compiles a plan per
+// value met, each with the If folded away and its branch fused with the rest.
+TEST(ControlFlow, AScalarInputDecidingAnIfGetsAPlanPerValue) {
+  std::string text = kIfGraph;
+  auto cut = [&](const std::string& part, const std::string& by) { text.replace(text.find(part), part.size(), by); };
+  cut("%s: f32[]", "%c: bool[]");
+  cut("  %zero: f32[] = const [0]\n", "");
+  cut("  %c = Greater(%s, %zero)\n", "");
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message() << "\n" << text;
+  const Tensor x = random_inputs(*g, 5).at("x");
+  auto session = Session::create(g->clone(), {});
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  EXPECT_EQ(session->compile_count(), 0);  // nothing to compile before a value is known
+  for (bool c : {true, false, true}) {
+    const TensorMap in = {{"c", Tensor::scalar<bool>(c)}, {"x", x}};
+    auto plan = session->plan_for(in);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    for (const std::string& step : (*plan)->describe_steps()) EXPECT_EQ(step.find("If"), std::string::npos) << step;
+    bool bound = false;
+    for (const PassDecision& d : (*plan)->pass_decisions()) bound = bound || d.pass == "specialize_inputs";
+    EXPECT_TRUE(bound);
+    auto got = session->run(in);
+    auto want = run_eager(*g, in);
+    ASSERT_TRUE(got.is_ok() && want.is_ok());
+    EXPECT_LT(max_relative_difference(*got, *want), 1e-6);  // a vector Sigmoid, fused
+  }
+  EXPECT_EQ(session->compile_count(), 2);  // one plan per value
 }
 
 // A shape test the exporter wrote as an If: Equal(Shape(x)[0], 2) folds at compile time, so the
@@ -110,6 +143,18 @@ TEST(ControlFlow, AnIfWhoseConditionFoldsIsInlinedAndFused) {
     if (level >= OptLevel::kO2) {
       EXPECT_EQ(run.steps.size(), 1u) << ::testing::PrintToString(run.steps);  // Relu + Add, one kernel
     }
+  }
+}
+
+TEST(ControlFlow, AnInlinedIfKeepsTheNameOfTheGraphOutputItGave) {
+  std::string text = kShapeIfGraph;
+  text.replace(text.find("return %z"), std::string("return %z").size(), "return %z, %y");
+  for (OptLevel level : kLevels) {
+    SCOPED_TRACE(static_cast<int>(level));
+    const CompiledRun run = compile_and_compare(text, level, 4);
+    EXPECT_EQ(run.diff, 0.0);
+    EXPECT_EQ(run.want.count("y"), 1u);
+    EXPECT_FALSE(has_step(run, "If node")) << ::testing::PrintToString(run.steps);
   }
 }
 
@@ -236,7 +281,6 @@ TEST(ControlFlow, ExportedSubgraphsReadOuterValuesByNameAndReimport) {
     auto g = parse_graph(text);
     ASSERT_TRUE(g.is_ok()) << g.status().message();
     TensorMap in = random_inputs(*g, 2);
-    if (g->inputs()[0]->dtype == DType::kBool) in["c"] = Tensor::scalar<bool>(false);
     auto want = run_eager(*g, in);
     ASSERT_TRUE(want.is_ok()) << want.status().message();
     auto bytes = export_onnx(*g, {});
@@ -252,7 +296,9 @@ TEST(ControlFlow, ExportedSubgraphsReadOuterValuesByNameAndReimport) {
 TEST(ControlFlow, BadBodiesAreNamed) {
   // The else branch returns an i64 where the then branch returns f32.
   auto g = parse_graph(R"(
-graph @main (%c: bool[], %x: f32[2]) {
+graph @main (%s: f32[], %x: f32[2]) {
+  %zero: f32[] = const [0]
+  %c = Greater(%s, %zero)
   %y = If(%c, %x) {then_branch = graph @then (%x: f32[2]) captures 1 {
       return %x
     }, else_branch = graph @else (%x: f32[2]) captures 1 {

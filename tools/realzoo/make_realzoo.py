@@ -72,11 +72,15 @@ def main():
         rng = np.random.default_rng(args.seed)
         inputs = []
         for k, io in enumerate(m['inputs']):
-            # Inputs in [-1, 1]: images normalised, audio samples and features alike.
-            a = rng.uniform(-1.0, 1.0, size=io['shape']).astype(np.float32)
+            if 'value' in io:
+                # A setting the package passes (a sample rate), not data: its one meaningful value.
+                a = np.full(io['shape'], io['value'], dtype=io['dtype'])
+            else:
+                # Inputs in [-1, 1]: images normalised, audio samples and features alike.
+                a = rng.uniform(-1.0, 1.0, size=io['shape']).astype(np.float32)
             f = f"input_{m['id']}_{k}.npy"
             np.save(out / f, a)
-            inputs.append({'name': io['name'], 'dtype': 'float32', 'shape': io['shape'], 'ref_shape': io['shape'], 'file': f})
+            inputs.append({'name': io['name'], 'dtype': str(a.dtype), 'shape': io['shape'], 'ref_shape': io['shape'], 'file': f})
         import onnx  # the outputs' names, from the model itself
         model = onnx.load(str(target), load_external_data=False)
         outputs = [{'name': o.name, 'dtype': 'float32', 'file': f"output_{m['id']}_{k}.npy"}
