@@ -16,6 +16,8 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     "Gelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Reshape",
     "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Resize", "Slice", "Split", "Pad",
     "BatchNormalization", "Softmax", "LayerNormalization", "Gather", "Expand", "Tile", "Shape",
+    // bounded (atan) or logarithmic (asinh) growth; Shrink is shifts and selects
+    "Atan", "Asinh", "Shrink",
     // opfuse domain
     "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
     "FromBlocked", "Reblock", "SkipLayerNormalization"};
