@@ -110,31 +110,12 @@ Status infer_where(InferContext& ctx) {
   return Status::ok();
 }
 
-// ONNX TensorProto.DataType numbers of the dtypes opfuse supports.
-std::optional<DType> dtype_from_onnx(int64_t code) {
-  switch (code) {
-    case 1: return DType::kF32;
-    case 2: return DType::kU8;
-    case 3: return DType::kI8;
-    case 4: return DType::kU16;
-    case 5: return DType::kI16;
-    case 6: return DType::kI32;
-    case 7: return DType::kI64;
-    case 9: return DType::kBool;
-    case 10: return DType::kF16;
-    case 11: return DType::kF64;
-    case 12: return DType::kU32;
-    case 13: return DType::kU64;
-    default: return std::nullopt;
-  }
-}
-
 Result<DType> cast_target(const Node& node, const AttrReader& attrs) {
   if (!attrs.has("to")) {
     return Status::user_error(str_cat(node.describe(), ": attribute 'to' is required"));
   }
   const int64_t code = attrs.get_int("to");
-  auto to = dtype_from_onnx(code);
+  auto to = dtype_from_onnx_code(code);
   if (!to) {
     return Status::user_error(str_cat(node.describe(), ": Cast to ONNX data type ", code,
                                       " is not supported"));
