@@ -84,5 +84,7 @@ std::optional<std::vector<int64_t>> static_input_dims(const Node& node, size_t i
 
 // Softmax, LogSoftmax, LayerNormalization (reduction_norm.cc).
 std::vector<OpDef> normalization_ops();
+// CumSum, Hardmax, TopK: ops/reduction_axis.cc.
+std::vector<OpDef> axis_scan_ops();
 
 }  // namespace opfuse
