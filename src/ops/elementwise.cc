@@ -1,6 +1,7 @@
 // The elementwise family: unary math, binary and variadic arithmetic, comparisons, logic,
-// Where and Cast (activations are in elementwise_activations.cc). Every op but Cast is run by the
-// generic scalar-expression evaluator (ops/scalar_eval.cc); its semantics are its `scalar`.
+// Where and Cast (activations are in elementwise_activations.cc, BitShift in
+// elementwise_bitwise.cc). Every op but Cast and CastLike is run by the generic scalar-expression
+// evaluator (ops/scalar_eval.cc); its semantics are its `scalar`.
 #include <limits>
 
 #include "ops/elementwise_common.h"
@@ -270,6 +271,7 @@ std::vector<OpDef> elementwise_ops() {
   cast_like.min_opset = 15;
 
   ew::append_activation_ops(ops);
+  ew::append_bitwise_ops(ops);
   return ops;
 }
 
