@@ -2,7 +2,8 @@
 // ScatterND (writes slices at index tuples) and ScatterElements (writes single elements along an
 // axis). Scatters copy `data` and then apply the updates in order, combining with what is there
 // by `reduction`: none (overwrite; the last of duplicate indices wins), add, mul, max, min.
-// Negative indices count from the end of their axis; any index outside is a user error.
+// Negative indices count from the end of their axis; any index outside is a user error. OneHot
+// (on_value written at index positions of an off_value tensor) is here too.
 #include <cstring>
 #include <type_traits>
 
@@ -302,6 +303,81 @@ Status run_scatter_elements(KernelContext& ctx) {
   return Status::ok();
 }
 
+// ---- OneHot ----------------------------------------------------------------------------------
+
+// Depth may have any numeric dtype (a float depth is truncated, as ONNX's reference does) and
+// must be positive: it becomes a dim.
+Result<int64_t> one_hot_depth(const Node& node, const Tensor& depth) {
+  if (depth.numel() != 1) {
+    return Status::user_error(str_cat(node.describe(), ": depth ", depth.type_string(), " must hold one value"));
+  }
+  const double value = depth.get_double(0);
+  if (!(value >= 1) || value > 9.0e15) {
+    return Status::user_error(str_cat(node.describe(), ": depth ", value, " must be a positive size"));
+  }
+  return static_cast<int64_t>(value);
+}
+
+Status infer_one_hot(InferContext& ctx) {
+  const auto& indices = ctx.input_shape(0);
+  const auto& values = ctx.input_shape(2);
+  if (values && (values->size() != 1 || ((*values)[0].is_known() && (*values)[0].value() != 2))) {
+    return ctx.error(str_cat("values ", shape_to_string(*values), " must be [2] (off_value, on_value)"));
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const DType t = ctx.input_dtype(i);
+    if (t == DType::kBool) return ctx.error(str_cat(i == 0 ? "indices" : "depth", " has dtype bool; it must be numeric"));
+  }
+  std::optional<Shape> out;
+  if (indices) {
+    const int64_t rank = static_cast<int64_t>(indices->size()) + 1;
+    OPFUSE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.attrs().get_int("axis"), rank, ctx.node().describe()));
+    Dim depth = Dim::unknown();
+    if (const Tensor* d = ctx.input_constant(1)) {
+      OPFUSE_ASSIGN_OR_RETURN(int64_t value, one_hot_depth(ctx.node(), *d));
+      depth = Dim(value);
+    }
+    out = *indices;
+    out->insert(out->begin() + axis, depth);
+  }
+  ctx.set_output(0, ctx.input_dtype(2), out);
+  return Status::ok();
+}
+
+Status run_one_hot(KernelContext& ctx) {
+  const Tensor& indices = ctx.input(0);
+  const Tensor& values = ctx.input(2);
+  OPFUSE_ASSIGN_OR_RETURN(int64_t depth, one_hot_depth(ctx.node(), ctx.input(1)));
+  if (values.rank() != 1 || values.numel() != 2) {
+    return ctx.error(str_cat("values ", values.type_string(), " must be [2] (off_value, on_value)"));
+  }
+  if (indices.dtype() == DType::kBool) return ctx.error("indices have dtype bool; they must be numeric");
+  const int64_t rank = indices.rank() + 1;
+  OPFUSE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.attrs().get_int("axis"), rank, ctx.node().describe()));
+  std::vector<int64_t> out_dims = indices.dims();
+  out_dims.insert(out_dims.begin() + axis, depth);
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, values.dtype(), out_dims));
+  // Output [outer, depth, inner] around the axis; index element (o, i) marks (o, index, i).
+  int64_t inner = 1;
+  for (int64_t d = axis; d < indices.rank(); ++d) inner *= indices.dim(d);
+  const size_t elem = dtype_size(values.dtype());
+  const auto* off = static_cast<const uint8_t*>(values.raw_data());
+  const uint8_t* on = off + elem;
+  auto* dst = static_cast<uint8_t*>(y->raw_data());
+  for (int64_t k = 0; k < y->numel(); ++k) std::memcpy(dst + static_cast<size_t>(k) * elem, off, elem);
+  for (int64_t flat = 0; flat < indices.numel(); ++flat) {
+    // Indices outside [-depth, depth - 1] leave their row all off (ONNX); floats truncate.
+    const double raw = indices.get_double(flat);
+    if (!(raw > -static_cast<double>(depth) - 1 && raw < static_cast<double>(depth))) continue;
+    int64_t index = static_cast<int64_t>(raw);
+    if (index < -depth || index >= depth) continue;
+    if (index < 0) index += depth;
+    const int64_t o = flat / inner, i = flat % inner;
+    std::memcpy(dst + static_cast<size_t>((o * depth + index) * inner + i) * elem, on, elem);
+  }
+  return Status::ok();
+}
+
 AttrSpec reduction_attr() { return {"reduction", AttrType::kString, AttrValue(std::string("none"))}; }
 
 }  // namespace
@@ -323,6 +399,10 @@ std::vector<OpDef> tensor_scatter_ops() {
                 "data with elements along `axis` replaced or combined (reduction) by a same-rank index tensor");
   scatter_elements.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{0})}, reduction_attr()};
   ops.push_back(std::move(scatter_elements));
+  OpDef one_hot = tensor_op("OneHot", 3, 3, FusionKind::kOpaque, infer_one_hot, run_one_hot,
+                            "on_value where the axis position equals the index, off_value elsewhere");
+  one_hot.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{-1})}};
+  ops.push_back(std::move(one_hot));
   return ops;
 }
 

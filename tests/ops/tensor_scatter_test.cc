@@ -100,5 +100,35 @@ TEST(ScatterElementsOp, BadInputsAreUserErrors) {
                     {"updates [1,2]", "indices [1,1]"});
 }
 
+TEST(OneHotOp, AxesNegativeAndOutOfRangeIndices) {
+  // numpy: off everywhere, on at [i, idx[i]] with idx wrapped by depth when negative.
+  const Tensor values = tv<float>({2}, {-1, 5});
+  auto last = run_node("OneHot", {in(tv<int64_t>({3}, {0, -1, 7})), cst(tv<int64_t>({}, {3})), in(values)});
+  ASSERT_TRUE(last.run.is_ok()) << last.run.message();
+  EXPECT_EQ(last.shape(), "[3,3]");
+  expect_tensor<float>(last.outputs[0], {3, 3}, {5, -1, -1, -1, -1, 5, -1, -1, -1});  // 7: all off
+  auto first = run_node("OneHot", {in(tv<float>({2}, {1.9f, 0})), cst(tv<float>({1}, {2.0f})), in(values)},
+                        {{"axis", AttrValue(int64_t{0})}});
+  ASSERT_TRUE(first.run.is_ok()) << first.run.message();
+  EXPECT_EQ(first.shape(), "[2,2]");
+  expect_tensor<float>(first.outputs[0], {2, 2}, {-1, 5, 5, -1});  // 1.9 truncates to 1
+  auto runtime_depth = run_node("OneHot", {in(tv<int32_t>({1}, {1})), in(tv<int32_t>({}, {2})),
+                                           in(tv<int64_t>({2}, {0, 1}))});
+  ASSERT_TRUE(runtime_depth.run.is_ok()) << runtime_depth.run.message();
+  EXPECT_EQ(runtime_depth.shape(), "[1,?]");
+  expect_tensor<int64_t>(runtime_depth.outputs[0], {1, 2}, {0, 1});
+}
+
+TEST(OneHotOp, BadInputsAreUserErrors) {
+  const Tensor values = tv<float>({2}, {0, 1});
+  expect_user_error(run_node("OneHot", {in(i64s({1})), cst(tv<int64_t>({}, {0})), in(values)}).build,
+                    {"node 'n'", "depth 0"});
+  expect_user_error(run_node("OneHot", {in(i64s({1})), cst(tv<int64_t>({}, {2})), in(tv<float>({3}, {0, 1, 2}))}).build,
+                    {"values [3]"});
+  expect_user_error(run_node("OneHot", {in(i64s({1})), cst(tv<int64_t>({}, {2})), in(values)},
+                             {{"axis", AttrValue(int64_t{3})}}).build,
+                    {"axis 3"});
+}
+
 }  // namespace
 }  // namespace opfuse::testing
