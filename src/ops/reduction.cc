@@ -373,6 +373,7 @@ std::vector<OpDef> reduction_ops() {
   };
   for (OpDef& def : normalization_ops()) ops.push_back(std::move(def));
   for (OpDef& def : axis_scan_ops()) ops.push_back(std::move(def));
+  for (OpDef& def : channel_normalization_ops()) ops.push_back(std::move(def));
   return ops;
 }
 
