@@ -26,7 +26,7 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
 
 std::vector<OpDef> builtin_ops() {
   std::vector<OpDef> all;
-  for (auto family : {elementwise_ops, nn_ops, reduction_ops, tensor_ops, resize_ops, quantization_ops, loss_ops, fused_ops,
+  for (auto family : {elementwise_ops, nn_ops, reduction_ops, tensor_ops, resize_ops, quantization_ops, loss_ops, linalg_ops, fused_ops,
                       fused_region_ops, fused_matmul_ops,
                       fused_attention_ops, skip_layer_norm_ops,
                       layout_ops}) {

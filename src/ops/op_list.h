@@ -16,6 +16,7 @@ std::vector<OpDef> resize_ops();
 // ops/quantize_common.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 // ConvInteger, QLinearMatMul, QLinearConv
 std::vector<OpDef> quantization_ops();
+std::vector<OpDef> linalg_ops();  // ops/linalg.cc: Det, Einsum
 std::vector<OpDef> loss_ops();  // ops/loss.cc: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::vector<OpDef> fused_region_ops();  // ops/fused_region.cc: opfuse::FusedRegion (region fusion)
 std::vector<OpDef> fused_matmul_ops();  // ops/fused_matmul.cc: opfuse::FusedMatMul, FusedGemm
