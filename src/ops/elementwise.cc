@@ -1,6 +1,9 @@
 // The elementwise family: unary math, binary and variadic arithmetic, comparisons, logic,
-// Where and Cast (activations are in elementwise_activations.cc). Every op but Cast is run by the
-// generic scalar-expression evaluator (ops/scalar_eval.cc); its semantics are its `scalar`.
+// Where and Cast (activations are in elementwise_activations.cc, BitShift in
+// elementwise_bitwise.cc). Every op but Cast and CastLike is run by the generic scalar-expression
+// evaluator (ops/scalar_eval.cc); its semantics are its `scalar`.
+#include <limits>
+
 #include "ops/elementwise_common.h"
 #include "ops/op_list.h"
 
@@ -55,6 +58,35 @@ ScalarExpr where_expr(const ScalarExprContext&) {
   return b.finish(select(b.arg(0), b.arg(1), b.arg(2)));
 }
 
+// IsInf: comparisons with the infinities the attributes ask for. Detecting neither sign is
+// allowed by ONNX and is constant false, written as both tests at once (no value is both).
+ScalarExpr is_inf_expr(const ScalarExprContext& c) {
+  ScalarBuilder b;
+  const Sx x = b.arg(0);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const bool positive = c.attrs.get_int("detect_positive") != 0;
+  const bool negative = c.attrs.get_int("detect_negative") != 0;
+  const Sx is_pos = b.binary(ScalarOp::kEqual, x, b.constant(kInf));
+  const Sx is_neg = b.binary(ScalarOp::kEqual, x, b.constant(-kInf));
+  if (positive && negative) return b.finish(b.binary(ScalarOp::kOr, is_pos, is_neg));
+  if (positive) return b.finish(is_pos);
+  if (negative) return b.finish(is_neg);
+  return b.finish(b.binary(ScalarOp::kAnd, is_pos, is_neg));
+}
+
+// Shrink: x + bias below -lambd, x - bias above lambd, 0 between. On integer inputs the
+// evaluator truncates the constants toward zero, which gives the same comparisons for integer x
+// (x > 1.5 <=> x > 1) and integer results of x -/+ bias for integral biases.
+ScalarExpr shrink_expr(const ScalarExprContext& c) {
+  ScalarBuilder b;
+  const Sx x = b.arg(0);
+  const double lambd = c.attrs.get_float("lambd");
+  const double bias = c.attrs.get_float("bias");
+  const Sx below = x < b.constant(-lambd);
+  const Sx above = x > b.constant(lambd);
+  return b.finish(select(below, x + bias, select(above, x - bias, b.constant(0))));
+}
+
 ScalarExpr identity_expr(const ScalarExprContext&) {
   ScalarBuilder b;
   return b.finish(b.arg(0));
@@ -79,36 +111,31 @@ Status infer_where(InferContext& ctx) {
   return Status::ok();
 }
 
-// ONNX TensorProto.DataType numbers of the dtypes opfuse supports.
-std::optional<DType> dtype_from_onnx(int64_t code) {
-  switch (code) {
-    case 1: return DType::kF32;
-    case 2: return DType::kU8;
-    case 3: return DType::kI8;
-    case 4: return DType::kU16;
-    case 5: return DType::kI16;
-    case 6: return DType::kI32;
-    case 7: return DType::kI64;
-    case 9: return DType::kBool;
-    case 10: return DType::kF16;
-    case 11: return DType::kF64;
-    case 12: return DType::kU32;
-    case 13: return DType::kU64;
-    default: return std::nullopt;
-  }
-}
-
 Result<DType> cast_target(const Node& node, const AttrReader& attrs) {
   if (!attrs.has("to")) {
     return Status::user_error(str_cat(node.describe(), ": attribute 'to' is required"));
   }
   const int64_t code = attrs.get_int("to");
-  auto to = dtype_from_onnx(code);
+  auto to = dtype_from_onnx_code(code);
   if (!to) {
     return Status::user_error(str_cat(node.describe(), ": Cast to ONNX data type ", code,
                                       " is not supported"));
   }
   return *to;
+}
+
+// CastLike: Cast to the dtype of input 1, whose values are not read.
+Status infer_cast_like(InferContext& ctx) {
+  OPFUSE_TRY(ew::check_arity(ctx));
+  ctx.set_output(0, ctx.input_dtype(1), ctx.input_shape(0));
+  return Status::ok();
+}
+
+Status cast_like_kernel(KernelContext& ctx) {
+  Result<Tensor> out = ctx.input(0).cast(ctx.input(1).dtype());
+  if (!out) return out.status().with_context(ctx.node().describe());
+  ctx.set_output(0, std::move(out).value());
+  return Status::ok();
 }
 
 Status infer_cast(InferContext& ctx) {
@@ -171,9 +198,27 @@ std::vector<OpDef> elementwise_ops() {
   add(make_op("Sin", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kSin>, "sin(x)"));
   add(make_op("Cos", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kCos>, "cos(x)"));
   add(make_op("Not", 1, 1, kUnary, kLogic, unary_expr<ScalarOp::kNot>, "logical not"));
+  add(make_op("Tan", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kTan>, "tan(x)"));
+  add(make_op("Asin", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kAsin>, "arcsin(x), NaN outside [-1, 1]"));
+  add(make_op("Acos", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kAcos>, "arccos(x), NaN outside [-1, 1]"));
+  add(make_op("Atan", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kAtan>, "arctan(x)"));
+  add(make_op("Sinh", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kSinh>, "sinh(x)"));
+  add(make_op("Cosh", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kCosh>, "cosh(x)"));
+  add(make_op("Asinh", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kAsinh>, "arsinh(x)"));
+  add(make_op("Acosh", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kAcosh>, "arcosh(x), NaN below 1"));
+  add(make_op("Atanh", 1, 1, kUnary, kFloat, unary_expr<ScalarOp::kAtanh>,
+              "artanh(x), +-inf at +-1, NaN outside [-1, 1]"));
+  OpDef& shrink = add(make_op("Shrink", 1, 1, kUnary, kNumeric, shrink_expr,
+                              "x + bias below -lambd, x - bias above lambd, else 0"));
+  shrink.attrs = {AttrSpec{"bias", AttrType::kFloat, AttrValue(0.0f), false},
+                  AttrSpec{"lambd", AttrType::kFloat, AttrValue(0.5f), false}};
   for (size_t i = first_unary; i < ops.size(); ++i) ops[i].traits.inplace = true;
   add(make_op("IsNaN", 1, 1, kUnary, infer_broadcast<TypeClass::kFloat, OutType::kBool>,
               unary_expr<ScalarOp::kIsNaN>, "x != x"));
+  OpDef& is_inf = add(make_op("IsInf", 1, 1, kUnary, infer_broadcast<TypeClass::kFloat, OutType::kBool>,
+                              is_inf_expr, "x is +inf (detect_positive) or -inf (detect_negative)"));
+  is_inf.attrs = {AttrSpec{"detect_negative", AttrType::kInt, AttrValue(int64_t{1}), false},
+                  AttrSpec{"detect_positive", AttrType::kInt, AttrValue(int64_t{1}), false}};
 
   // Binary and variadic arithmetic: output has input 0's dtype; with equal shapes it may reuse
   // input 0's buffer (the memory planner checks the shapes).
@@ -218,8 +263,15 @@ std::vector<OpDef> elementwise_ops() {
   cast.attrs = {AttrSpec{"to", AttrType::kInt, std::nullopt, true}};
   cast.reference = cast_kernel;
   cast.traits.idempotent = true;
+  // Opaque, not elementwise: input 1 only lends its dtype and may have any shape, which the
+  // passes that treat elementwise inputs alike (layout blocking) must not see as an operand.
+  OpDef& cast_like = add(make_op("CastLike", 2, 2, FusionKind::kOpaque, infer_cast_like, identity_expr,
+                                 "Cast to the dtype of input 1 (its values are not read)"));
+  cast_like.reference = cast_like_kernel;
+  cast_like.min_opset = 15;
 
   ew::append_activation_ops(ops);
+  ew::append_bitwise_ops(ops);
   return ops;
 }
 

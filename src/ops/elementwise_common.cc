@@ -22,6 +22,9 @@ bool is_transcendental(ScalarOp op) {
   switch (op) {
     case ScalarOp::kExp: case ScalarOp::kLog: case ScalarOp::kTanh: case ScalarOp::kErf:
     case ScalarOp::kSigmoid: case ScalarOp::kPow: case ScalarOp::kSin: case ScalarOp::kCos:
+    case ScalarOp::kTan: case ScalarOp::kAsin: case ScalarOp::kAcos: case ScalarOp::kAtan:
+    case ScalarOp::kSinh: case ScalarOp::kCosh: case ScalarOp::kAsinh: case ScalarOp::kAcosh:
+    case ScalarOp::kAtanh:
       return true;
     default:
       return false;

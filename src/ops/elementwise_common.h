@@ -57,5 +57,7 @@ OpDef make_op(std::string name, int min_inputs, int max_inputs, FusionKind kind,
 
 // Appends the activation functions (Relu, Sigmoid, Gelu, ...): ops/elementwise_activations.cc.
 void append_activation_ops(std::vector<OpDef>& ops);
+// Appends BitShift: ops/elementwise_bitwise.cc.
+void append_bitwise_ops(std::vector<OpDef>& ops);
 
 }  // namespace opfuse::ew

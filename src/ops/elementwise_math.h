@@ -149,6 +149,15 @@ void apply_unary(ScalarOp op, const T* a, T* out, int64_t n) {
     case ScalarOp::kErf: fn = [](double v) { return std::erf(v); }; break;
     case ScalarOp::kSin: fn = [](double v) { return std::sin(v); }; break;
     case ScalarOp::kCos: fn = [](double v) { return std::cos(v); }; break;
+    case ScalarOp::kTan: fn = [](double v) { return std::tan(v); }; break;
+    case ScalarOp::kAsin: fn = [](double v) { return std::asin(v); }; break;
+    case ScalarOp::kAcos: fn = [](double v) { return std::acos(v); }; break;
+    case ScalarOp::kAtan: fn = [](double v) { return std::atan(v); }; break;
+    case ScalarOp::kSinh: fn = [](double v) { return std::sinh(v); }; break;
+    case ScalarOp::kCosh: fn = [](double v) { return std::cosh(v); }; break;
+    case ScalarOp::kAsinh: fn = [](double v) { return std::asinh(v); }; break;
+    case ScalarOp::kAcosh: fn = [](double v) { return std::acosh(v); }; break;
+    case ScalarOp::kAtanh: fn = [](double v) { return std::atanh(v); }; break;
     default: break;
   }
   if constexpr (std::is_same_v<T, float>) {
@@ -161,6 +170,15 @@ void apply_unary(ScalarOp op, const T* a, T* out, int64_t n) {
       case ScalarOp::kErf: map1(a, out, n, [](float x) { return std::erf(x); }); return;
       case ScalarOp::kSin: map1(a, out, n, [](float x) { return std::sin(x); }); return;
       case ScalarOp::kCos: map1(a, out, n, [](float x) { return std::cos(x); }); return;
+      case ScalarOp::kTan: map1(a, out, n, [](float x) { return std::tan(x); }); return;
+      case ScalarOp::kAsin: map1(a, out, n, [](float x) { return std::asin(x); }); return;
+      case ScalarOp::kAcos: map1(a, out, n, [](float x) { return std::acos(x); }); return;
+      case ScalarOp::kAtan: map1(a, out, n, [](float x) { return std::atan(x); }); return;
+      case ScalarOp::kSinh: map1(a, out, n, [](float x) { return std::sinh(x); }); return;
+      case ScalarOp::kCosh: map1(a, out, n, [](float x) { return std::cosh(x); }); return;
+      case ScalarOp::kAsinh: map1(a, out, n, [](float x) { return std::asinh(x); }); return;
+      case ScalarOp::kAcosh: map1(a, out, n, [](float x) { return std::acosh(x); }); return;
+      case ScalarOp::kAtanh: map1(a, out, n, [](float x) { return std::atanh(x); }); return;
       default: break;
     }
   }

@@ -122,4 +122,22 @@ Status KernelContext::error(const std::string& message) const {
   return Status::user_error(str_cat(node_.describe(), ": ", message));
 }
 
+std::optional<DType> dtype_from_onnx_code(int64_t code) {
+  switch (code) {
+    case 1: return DType::kF32;
+    case 2: return DType::kU8;
+    case 3: return DType::kI8;
+    case 4: return DType::kU16;
+    case 5: return DType::kI16;
+    case 6: return DType::kI32;
+    case 7: return DType::kI64;
+    case 9: return DType::kBool;
+    case 10: return DType::kF16;
+    case 11: return DType::kF64;
+    case 12: return DType::kU32;
+    case 13: return DType::kU64;
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace opfuse

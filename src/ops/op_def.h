@@ -157,6 +157,10 @@ using ScalarExprFn = ScalarExpr (*)(const ScalarExprContext&);
 // Multiply-adds x2 (or elementwise ops) of one run, from the node's static shapes; -1 if unknown.
 using FlopsFn = int64_t (*)(const Node&);
 
+// The dtype of an ONNX TensorProto.DataType number carried by an attribute (Cast's `to`,
+// EyeLike's `dtype`); nullopt for the types opfuse does not support (strings, bfloat16 ...).
+std::optional<DType> dtype_from_onnx_code(int64_t code);
+
 struct OpDef {
   std::string name;            // ONNX spelling: "Conv"
   std::string domain;          // "" is ai.onnx

@@ -16,6 +16,8 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     "Gelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Reshape",
     "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Resize", "Slice", "Split", "Pad",
     "BatchNormalization", "Softmax", "LayerNormalization", "Gather", "Expand", "Tile", "Shape",
+    // bounded (atan) or logarithmic (asinh) growth; Shrink is shifts and selects
+    "Atan", "Asinh", "Shrink",
     // opfuse domain
     "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
     "FromBlocked", "Reblock", "SkipLayerNormalization"};
@@ -24,7 +26,7 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
 
 std::vector<OpDef> builtin_ops() {
   std::vector<OpDef> all;
-  for (auto family : {elementwise_ops, nn_ops, reduction_ops, tensor_ops, resize_ops, quantization_ops, control_flow_ops, rnn_ops, fused_ops,
+  for (auto family : {elementwise_ops, nn_ops, reduction_ops, tensor_ops, resize_ops, quantization_ops, control_flow_ops, rnn_ops, loss_ops, linalg_ops, fused_ops,
                       fused_region_ops, fused_matmul_ops,
                       fused_attention_ops, skip_layer_norm_ops,
                       layout_ops}) {

@@ -18,6 +18,8 @@ std::vector<OpDef> resize_ops();
 std::vector<OpDef> quantization_ops();
 std::vector<OpDef> control_flow_ops();  // ops/control_flow.cc: If, Loop, Scan (subgraphs)
 std::vector<OpDef> rnn_ops();          // ops/rnn.cc: LSTM, GRU, RNN
+std::vector<OpDef> linalg_ops();  // ops/linalg.cc: Det, Einsum
+std::vector<OpDef> loss_ops();  // ops/loss.cc: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::vector<OpDef> fused_region_ops();  // ops/fused_region.cc: opfuse::FusedRegion (region fusion)
 std::vector<OpDef> fused_matmul_ops();  // ops/fused_matmul.cc: opfuse::FusedMatMul, FusedGemm
 std::vector<OpDef> fused_attention_ops();  // ops/fused_attention.cc: opfuse::FusedAttention

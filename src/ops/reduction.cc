@@ -372,6 +372,8 @@ std::vector<OpDef> reduction_ops() {
       arg_def("ArgMin", arg_kernel<false>, "index of the minimum along an axis"),
   };
   for (OpDef& def : normalization_ops()) ops.push_back(std::move(def));
+  for (OpDef& def : axis_scan_ops()) ops.push_back(std::move(def));
+  for (OpDef& def : channel_normalization_ops()) ops.push_back(std::move(def));
   return ops;
 }
 

@@ -20,6 +20,8 @@ enum class ScalarOp : uint8_t {
   // unary
   kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kTanh, kErf, kSigmoid, kFloor, kCeil, kRound,
   kSign, kNot, kSin, kCos, kIsNaN,
+  // the rest of the trigonometric and hyperbolic functions (ONNX Tan ... Atanh)
+  kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,
   // binary
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod, kFMod,
   kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kAnd, kOr, kXor,

@@ -8,7 +8,8 @@ namespace opfuse {
 std::vector<OpDef> tensor_ops() {
   std::vector<OpDef> all;
   for (auto part : {tensor_shape_ops, tensor_data_ops, tensor_index_ops, tensor_join_ops,
-                    tensor_mover_ops}) {
+                    tensor_mover_ops, tensor_diagonal_ops, tensor_reorder_ops,
+                    tensor_scatter_ops}) {
     for (OpDef& def : part()) all.push_back(std::move(def));
   }
   return all;

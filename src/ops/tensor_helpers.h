@@ -17,6 +17,9 @@ std::vector<OpDef> tensor_data_ops();    // ops/tensor_data.cc
 std::vector<OpDef> tensor_index_ops();   // ops/tensor_index.cc
 std::vector<OpDef> tensor_join_ops();    // ops/tensor_join.cc
 std::vector<OpDef> tensor_mover_ops();  // ops/tensor_movers.cc
+std::vector<OpDef> tensor_diagonal_ops();  // ops/tensor_diagonal.cc: Trilu, EyeLike
+std::vector<OpDef> tensor_reorder_ops();  // ops/tensor_reorder.cc: DepthToSpace, SpaceToDepth, ReverseSequence
+std::vector<OpDef> tensor_scatter_ops();  // ops/tensor_scatter.cc: GatherND, ScatterND, ScatterElements, OneHot
 
 // The record skeleton every tensor op starts from (one output; attributes and traits are added
 // by the caller).

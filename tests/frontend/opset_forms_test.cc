@@ -256,6 +256,21 @@ TEST(OpsetForms, SplitNumOutputsOfOpset18) {
   expect_same(newer, now, {7, 2}, 17);
 }
 
+TEST(OpsetForms, ScatterOfOpset9And10IsScatterElements) {
+  auto form = [](int64_t opset, const char* op) {
+    onnx::ModelProto m = model(opset, {5});
+    ints_init(m, "indices", {4, 0, 2});
+    floats_init(m, "updates", {10, 20, 30});
+    int_attr(add_node(m, op, {"x", "indices", "updates"}, {"y"}, "s", ""), "axis", 0);
+    outputs(m, {"y"});
+    return m;
+  };
+  for (int64_t opset : {9, 10}) {
+    SCOPED_TRACE(opset);
+    expect_same(form(opset, "Scatter"), form(11, "ScatterElements"), {5}, 11);
+  }
+}
+
 TEST(OpsetForms, NewerFormsWithNoCounterpartAreRefused) {
   onnx::ModelProto resize = model(19, {1, 1, 4, 4});
   floats_init(resize, "scales", {1, 1, 0.5f, 0.5f});

@@ -23,7 +23,8 @@ TEST(HwyElementwise, UnaryOpsOnOddShapes) {
   for (const char* op : {"Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Floor", "Ceil",
                          "Round", "Sign", "Sin", "Cos", "Sigmoid", "Relu", "Softplus", "Softsign", "Elu",
                          "Selu", "HardSigmoid", "HardSwish", "Mish", "LeakyRelu", "Celu", "Gelu",
-                         "ThresholdedRelu", "IsNaN"}) {
+                         "ThresholdedRelu", "IsNaN", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                         "Acosh", "Atanh", "IsInf", "Shrink"}) {
     for (const auto& dims : kShapes) {
       SCOPED_TRACE(str_cat(op, " ", dims_to_string(dims)));
       auto c = make_case(op, {In{dims, DType::kF32, {}, -4, 4}});
@@ -41,7 +42,8 @@ TEST(HwyElementwise, TranscendentalRanges) {
   std::vector<float> wide;
   for (int i = 0; i <= 4000; ++i) wide.push_back(-100.0f + 0.05f * static_cast<float>(i));
   for (float v : {kInf, -kInf, kNaN, 0.0f, -0.0f, 88.7f, 88.8f, -87.3f, -103.0f, -104.0f}) wide.push_back(v);
-  for (const char* op : {"Exp", "Tanh", "Sigmoid", "Erf", "Softplus", "Gelu", "Sin", "Cos", "Elu"}) {
+  for (const char* op : {"Exp", "Tanh", "Sigmoid", "Erf", "Softplus", "Gelu", "Sin", "Cos", "Elu", "Tan", "Asin",
+                         "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf"}) {
     SCOPED_TRACE(op);
     check_against_reference(*make_case(op, {In{{static_cast<int64_t>(wide.size())}, DType::kF32, {}, 0, 0, wide}}), kName);
   }

@@ -581,7 +581,8 @@ TEST(ElementwiseRecordTest, KindsTraitsAndFlops) {
       "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Pow", "Add", "Sub", "Mul", "Div", "Max",
       "Min", "Sum", "Mean", "Where", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
       "Not", "And", "Or", "Xor", "Cast", "Elu", "Selu", "Softplus", "Softsign", "ThresholdedRelu",
-      "Celu", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "IsNaN", "Mod", "Gelu", "Mish"};
+      "Celu", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "IsNaN", "Mod", "Gelu", "Mish",
+      "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "IsInf", "Shrink", "CastLike"};
   for (const char* name : expected_ops) EXPECT_NE(reg.find("", name), nullptr) << name;
   EXPECT_EQ(reg.find("", "Relu")->kind, FusionKind::kElementwise);
   EXPECT_EQ(reg.find("", "Add")->kind, FusionKind::kBroadcast);

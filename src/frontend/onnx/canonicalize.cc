@@ -344,6 +344,13 @@ Status average_pool_dilations(NodeDraft& n, CanonicalizeContext&) {
   return Status::ok();
 }
 
+// Scatter-9/10 (deprecated at 11) is ScatterElements under its old name: same inputs and axis,
+// no reduction (which ScatterElements defaults to none).
+Status scatter_renamed(NodeDraft& n, CanonicalizeContext&) {
+  n.op_type = "ScatterElements";
+  return Status::ok();
+}
+
 // Cast-19/21: `saturate` concerns float8 targets only, which opfuse does not have.
 Status cast_saturate(NodeDraft& n, CanonicalizeContext&) {
   n.attrs.erase("saturate");
@@ -361,6 +368,7 @@ constexpr VersionRewrite kVersionRewrites[] = {
     {"Clip", 6, 10, clip_attributes},
     {"Pad", 2, 10, pad_attributes},
     {"Resize", 10, 10, resize10},
+    {"Scatter", 9, 10, scatter_renamed},
     {"Slice", 1, 9, slice_attributes},
     {"Upsample", 7, 9, upsample},
     {"AveragePool", 19, kMaxImportedOpset, average_pool_dilations},

@@ -88,8 +88,6 @@ constexpr UnchangedSince kChangedAfter17[] = {
     {"GridSample", 20},          // modes renamed, N-d
     {"GroupNormalization", 21},  // per-channel scale and bias
     {"LpPool", 18},              // ceil_mode
-    {"ScatterElements", 18},     // reduction max, min
-    {"ScatterND", 18},           // reduction max, min
 };
 
 int64_t since_in(std::span<const UnchangedSince> table, const std::string& op_type) {

@@ -30,8 +30,9 @@ HWY_INLINE void MapN(const float* a, const float* b, const float* c, float* out,
   std::memcpy(out + i, ta, rest * sizeof(float));
 }
 
-// Lane by lane through libm, for the ops without a vector form (fmod, general pow, sin/cos
-// outside Highway's range): the vectors go through small aligned buffers.
+// Lane by lane through libm, for the ops without a vector form (fmod, general pow, tan, the
+// inverse and hyperbolic trigonometric functions, sin/cos outside Highway's range): the vectors go
+// through small aligned buffers.
 template <class G>
 HWY_INLINE VF Lanewise(VF a, VF b, G g) {
   const DF d;
@@ -87,6 +88,16 @@ HWY_INLINE void VisitOp(const VInstr& in, F&& f) {
     case ScalarOp::kIsNaN: return u([d](VF x) HWY_ATTR { return Mask01(d, hn::IsNaN(x)); });
     case ScalarOp::kSin: return u([d](VF x) HWY_ATTR { return SinCos<true>(d, x); });
     case ScalarOp::kCos: return u([d](VF x) HWY_ATTR { return SinCos<false>(d, x); });
+    // No vector forms yet (rare in models): libm per lane, the reference's float overloads.
+    case ScalarOp::kTan: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::tan(v); }); });
+    case ScalarOp::kAsin: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::asin(v); }); });
+    case ScalarOp::kAcos: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::acos(v); }); });
+    case ScalarOp::kAtan: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::atan(v); }); });
+    case ScalarOp::kSinh: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::sinh(v); }); });
+    case ScalarOp::kCosh: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::cosh(v); }); });
+    case ScalarOp::kAsinh: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::asinh(v); }); });
+    case ScalarOp::kAcosh: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::acosh(v); }); });
+    case ScalarOp::kAtanh: return u([](VF x) HWY_ATTR { return Lanewise(x, x, [](float v, float) { return std::atanh(v); }); });
     case ScalarOp::kAdd: return b([](VF x, VF y) HWY_ATTR { return hn::Add(x, y); });
     case ScalarOp::kSub: return b([](VF x, VF y) HWY_ATTR { return hn::Sub(x, y); });
     case ScalarOp::kMul: return b([](VF x, VF y) HWY_ATTR { return hn::Mul(x, y); });
