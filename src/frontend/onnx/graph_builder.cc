@@ -40,20 +40,21 @@ class GraphBuilder {
   // outer-scope names it reads) as trailing inputs typed like the parent's values.
   Result<Graph> build_subgraph(const GraphBuilder& parent, const std::vector<std::string>& captures) {
     model_opsets_ = parent.model_opsets_;
-    std::vector<const Value*> outer;
-    for (const std::string& name : captures) outer.push_back(parent.values_.at(name));
+    std::vector<std::pair<std::string, const Value*>> outer;
+    for (const std::string& name : captures) outer.emplace_back(name, parent.values_.at(name));
     return build_body(outer);
   }
 
-  Result<Graph> build_body(const std::vector<const Value*>& captures) {
+  // `captures`: the ONNX name each captured outer value is read by, and that value.
+  Result<Graph> build_body(const std::vector<std::pair<std::string, const Value*>>& captures) {
     if (!proto_.name().empty()) graph_.name = proto_.name();
     reserve_names();
     OPFUSE_TRY(read_initializers());
     OPFUSE_TRY(read_inputs());
-    for (const Value* outer : captures) {
-      Value* v = graph_.add_input(outer->name(), outer->dtype, outer->shape.value_or(Shape{}));
+    for (const auto& [name, outer] : captures) {
+      Value* v = graph_.add_input(name, outer->dtype, outer->shape.value_or(Shape{}));
       v->shape = outer->shape;
-      OPFUSE_TRY(define(outer->name(), v));
+      OPFUSE_TRY(define(name, v));
     }
     graph_.captured_inputs = captures.size();
     OPFUSE_TRY(check_node_ops());
