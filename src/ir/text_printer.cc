@@ -162,7 +162,8 @@ std::string node_text(const Node& node, const PrintOptions& options, const std::
     out += "}";
   }
   if (options.node_names && node.name() != node.op_type()) {
-    out += " " + sigil_name('#', node.name());
+    out += ' ';  // appended apart: GCC 12 warns (-Wrestrict) on " " + std::string here
+    out += sigil_name('#', node.name());
   }
   return out;
 }
