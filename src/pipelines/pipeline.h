@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,13 @@ struct PipelineOptions {
 
 // Runs the level's pipeline (or options.passes). Unknown pass names are an error listing the
 // valid ones. A verifier failure names the pass that broke the graph.
+// The scalar integer or bool inputs an If depends on (pipelines/bind_values.cc): graph mode
+// binds their values, a plan per value, so the If folds away.
+std::vector<size_t> inputs_deciding_ifs(const Graph& graph);
+// Replaces the uses of each named graph input by a constant of its value (a one-element tensor),
+// recording the decision (specialize_inputs).
+void bind_input_values(Graph& graph, const std::map<std::string, Tensor>& values, PassContext& context);
+
 Status run_pipeline(Graph& graph, OptLevel level, const PipelineOptions& options,
                     PassContext& context);
 

@@ -43,9 +43,11 @@ Result<Graph> bind_input_dims(const Graph& model, const std::map<std::string, in
 }
 
 Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const PipelineOptions& pipeline,
-                                      const std::map<std::string, int64_t>& dims) {
+                                      const std::map<std::string, int64_t>& dims,
+                                      const std::map<std::string, Tensor>& values) {
   OPFUSE_ASSIGN_OR_RETURN(Graph bound, bind_input_dims(model, dims));
   FusionAnalysis analysis;
+  bind_input_values(bound, values, analysis.context);
   analysis.level = level;
   analysis.config = pipeline.fusion;
   PipelineOptions plain;  // O0 rewrites nothing the user could switch

@@ -26,9 +26,11 @@ struct FusionAnalysis {
 // as Session binds a run's shapes (ops/infer_shapes.h: bind_input_shapes).
 Result<Graph> bind_input_dims(const Graph& model, const std::map<std::string, int64_t>& dims);
 
-// Runs O0 and the level (with `pipeline`, whose fusion config applies) on the bound model.
+// Runs O0 and the level (with `pipeline`, whose fusion config applies) on the bound model;
+// `values` binds inputs to values as graph mode does for scalar settings an If depends on.
 Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const PipelineOptions& pipeline,
-                                      const std::map<std::string, int64_t>& dims = {});
+                                      const std::map<std::string, int64_t>& dims = {},
+                                      const std::map<std::string, Tensor>& values = {});
 
 // The same, restricted to standard ONNX ops: rules whose applied decisions produced a node outside
 // the default domain are disabled and the level rerun until none is left (folds and fusions into

@@ -2,7 +2,6 @@
 
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
@@ -64,35 +63,6 @@ Result<ExecutionMode> parse_execution_mode(std::string_view name) {
 std::string TensorSignature::to_string() const {
   return str_cat(name, ": ", dtype_name(dtype), shape ? shape_to_string(*shape) : "[*]");
 }
-
-namespace {
-
-// The scalar integer or bool inputs some If reads, directly or through the nodes computing its
-// inputs (its condition, and what its branches read, which may decide Ifs nested in them).
-std::vector<size_t> inputs_deciding_ifs(const Graph& graph) {
-  std::set<const Value*> seen;
-  std::vector<const Value*> stack;
-  for (const Node* node : graph.nodes()) {
-    if (node->op_type() != "If" || !node->domain().empty()) continue;
-    for (const Value* in : node->inputs()) stack.push_back(in);
-  }
-  while (!stack.empty()) {
-    const Value* v = stack.back();
-    stack.pop_back();
-    if (v == nullptr || !seen.insert(v).second || !v->producer()) continue;
-    for (const Value* in : v->producer()->inputs()) stack.push_back(in);
-  }
-  std::vector<size_t> out;
-  for (size_t i = 0; i < graph.inputs().size(); ++i) {
-    const Value* in = graph.inputs()[i];
-    const bool scalar_setting = in->shape && in->shape->empty() &&
-                                (in->dtype == DType::kI64 || in->dtype == DType::kI32 || in->dtype == DType::kBool);
-    if (scalar_setting && seen.count(in)) out.push_back(i);
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<Session> Session::create(Graph graph, SessionOptions options) {
   if (options.target.empty()) {
@@ -189,15 +159,7 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
                                                                  bool inputs_finite, const TensorMap& values) const {
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, bind_input_shapes(*graph_, input_shapes));
   PassContext context;
-  for (const auto& [name, value] : values) {
-    Value* in = graph.find_value(name);
-    Value* bound = graph.add_constant(name + "/bound", value);
-    graph.replace_all_uses(in, bound);
-    context.decide(application("specialize_inputs",
-                               str_cat("input '", name, "' bound to its value ", value.get_int(0),
-                                       ": an If depends on it; other values get plans of their own"),
-                               {name}));
-  }
+  bind_input_values(graph, values, context);
   PipelineOptions pipeline = options_.pipeline;
   supply_layout_timer(pipeline);  // per compile: a measuring timer is not shared between threads
   OPFUSE_TRY(run_pipeline(graph, options_.level, pipeline, context));

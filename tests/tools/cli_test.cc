@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 
 #include "core/npy.h"
+#include "frontend/onnx/exporter.h"
+#include "ir/text_format.h"
 #include "testing/cli_runner.h"
 
 namespace opfuse {
@@ -244,6 +246,48 @@ TEST_F(CliTest, DemoRunsAndReportsWhatItDid) {
   EXPECT_EQ(again.output.find("== ResNet-50"), std::string::npos) << again.output;
   EXPECT_EQ(run_cli("demo --resnet-size 3").exit_code, 1);
   EXPECT_EQ(run_cli("demo --models alexnet").exit_code, 1);
+}
+
+
+// An If on a scalar int input (a sample rate): `report --bind` analyses the plan graph mode
+// compiles for that value, with the If taken; without it the If stays; a bad bind is named.
+TEST_F(CliTest, ReportBindsAScalarInputAnIfDependsOn) {
+  auto g = parse_graph(R"(
+graph @main (%sr: i64[], %x: f32[2,3]) {
+  %rate: i64[] = const [16000]
+  %c = Equal(%sr, %rate)
+  %y = If(%c, %x) {then_branch = graph @t (%x: f32[2,3]) captures 1 {
+      %r = Relu(%x)
+      return %r
+    }, else_branch = graph @e (%x: f32[2,3]) captures 1 {
+      %n = Neg(%x)
+      return %n
+    }} #rate_if
+  return %y
+}
+)");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto bytes = export_onnx(*g, {});
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  const std::string path = (dir_ / "rate_if.onnx").string();
+  std::ofstream(path, std::ios::binary) << *bytes;
+
+  CommandResult bound = run_cli("report " + path + " --bind sr=16000");
+  EXPECT_EQ(bound.exit_code, 0) << bound.output;
+  EXPECT_NE(bound.output.find("specialize_inputs"), std::string::npos) << bound.output;
+  EXPECT_NE(bound.output.find("inline_constant_if"), std::string::npos) << bound.output;
+  CommandResult unbound = run_cli("report " + path);
+  EXPECT_EQ(unbound.exit_code, 0) << unbound.output;
+  EXPECT_EQ(unbound.output.find("inline_constant_if"), std::string::npos) << unbound.output;
+  CommandResult wrong = run_cli("report " + path + " --bind x=1");
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.output.find("input 'x' is f32[2,3]; only scalar integer or bool inputs can be bound"),
+            std::string::npos) << wrong.output;
+  // The run itself takes each branch by the input's value.
+  const std::string sr = (dir_ / "sr.npy").string();
+  ASSERT_TRUE(write_npy(sr, Tensor::scalar<int64_t>(8000)).is_ok());
+  CommandResult run = run_cli("run " + path + " --input sr=" + sr + " --random");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 
 }  // namespace

@@ -185,14 +185,42 @@ Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags)
 }
 
 Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
-                                     const std::vector<std::string>& dims) {
+                                     const std::vector<std::string>& dims, const std::vector<std::string>& binds) {
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
   if (const auto& tuning = options.pipeline.fusion.tuning) {
     OPFUSE_TRY(check_tuning_record(*tuning, graph, active_target()));
   }
-  return analyze_fusion(graph, options.level, options.pipeline, symbols);
+  TensorMap values;
+  for (const std::string& b : binds) {
+    OPFUSE_ASSIGN_OR_RETURN(auto kv, split_assignment(b, "--bind"));
+    const std::string& name = kv.first;
+    char* end = nullptr;
+    const long long value = std::strtoll(kv.second.c_str(), &end, 10);
+    if (kv.second.empty() || *end != '\0') {
+      return Status::user_error(str_cat("--bind ", b, ": '", kv.second, "' is not an integer"));
+    }
+    const Value* in = graph.find_value(name);
+    if (in == nullptr || !in->is_graph_input()) {
+      return Status::user_error(str_cat("--bind ", name, ": the model has no input '", name, "'"));
+    }
+    if (!in->shape || !in->shape->empty() ||
+        (in->dtype != DType::kI64 && in->dtype != DType::kI32 && in->dtype != DType::kBool)) {
+      return Status::user_error(str_cat("--bind ", name, ": input '", name, "' is ", in->type_string(),
+                                        "; only scalar integer or bool inputs can be bound"));
+    }
+    OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(in->dtype, {}));
+    t.set_double(0, static_cast<double>(value));
+    values[name] = std::move(t);
+  }
+  return analyze_fusion(graph, options.level, options.pipeline, symbols, values);
+}
+
+void add_bind_flag(CLI::App* cmd, std::vector<std::string>& binds) {
+  cmd->add_option("--bind", binds,
+                  "NAME=VALUE: analyse with a scalar integer or bool input fixed to this value, as graph mode "
+                  "compiles a plan per value of an input an If depends on (a sample rate)");
 }
 
 void add_custom_op_lib_flag(CLI::App* cmd, std::vector<std::string>& libs) {

@@ -70,9 +70,13 @@ Status write_output(const std::string& path, std::string_view bytes, bool force)
 // The same check up front, so a command fails before expensive work.
 Status check_can_write_output(const std::string& path, bool force);
 
-// Loads the model and runs analyze_fusion at the flags' level with their fusion config.
+// Loads the model and runs analyze_fusion at the flags' level with their fusion config. `binds`
+// ("NAME=VALUE") give scalar integer or bool inputs values, as graph mode binds a setting an If
+// depends on.
 Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
-                                     const std::vector<std::string>& dims);
+                                     const std::vector<std::string>& dims, const std::vector<std::string>& binds = {});
+// --bind NAME=VALUE (repeatable), for the commands that analyse without running.
+void add_bind_flag(CLI::App* cmd, std::vector<std::string>& binds);
 
 // --custom-op-lib PATH (repeatable), added to every command by main.cc: plugins whose ops
 // models may use (plugin/opfuse_plugin.h). Loaded before the command runs.

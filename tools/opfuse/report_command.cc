@@ -15,6 +15,7 @@ struct ReportArgs {
   std::string model;
   SessionFlags session;
   std::vector<std::string> dims;
+  std::vector<std::string> binds;
   bool json = false;
   bool rules = false;
   std::string output;
@@ -30,7 +31,7 @@ Status report(const ReportArgs& args) {
   }
   if (args.model.empty()) return Status::user_error("give a MODEL (or --rules)");
   if (!args.output.empty()) OPFUSE_TRY(check_can_write_output(args.output, args.force));
-  OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis analysis, analyze_model(args.model, args.session, args.dims));
+  OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis analysis, analyze_model(args.model, args.session, args.dims, args.binds));
   const FusionReport r = make_fusion_report(analysis);
   const std::string text = args.json ? fusion_report_json(r) : format_fusion_report(r);
   if (args.output.empty()) {
@@ -51,6 +52,7 @@ Action add_report_command(CLI::App& app) {
   cmd->add_option("MODEL", args->model, "ONNX model file");
   add_session_flags(cmd, args->session, "O2");
   cmd->add_option("--dim", args->dims, "SYMBOL=N: size of a symbolic dim (default 1)");
+  add_bind_flag(cmd, args->binds);
   cmd->add_flag("--json", args->json, "print JSON instead of text");
   cmd->add_flag("--rules", args->rules, "list every fusion rule name the fusion flags accept");
   cmd->add_option("-o,--output", args->output, "write the report to this file instead of stdout");

@@ -15,6 +15,7 @@ struct VizArgs {
   std::string model;
   SessionFlags session;
   std::vector<std::string> dims;
+  std::vector<std::string> binds;
   std::string output;
   bool force = false;
   size_t collapse_above = 150;
@@ -34,7 +35,7 @@ Status viz(const VizArgs& args) {
     return Status::user_error(str_cat("-o '", args.output, "': the extension picks the format: .svg, .html, .dot or .png"));
   }
   OPFUSE_TRY(check_can_write_output(args.output, args.force));
-  OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis analysis, analyze_model(args.model, args.session, args.dims));
+  OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis analysis, analyze_model(args.model, args.session, args.dims, args.binds));
   const FusionReport report = make_fusion_report(analysis);
   RenderOptions options;
   options.collapse_above = args.collapse_above;
@@ -79,6 +80,7 @@ Action add_viz_command(CLI::App& app) {
   cmd->add_option("MODEL", args->model, "ONNX model file")->required();
   add_session_flags(cmd, args->session, "O2");
   cmd->add_option("--dim", args->dims, "SYMBOL=N: size of a symbolic dim (default 1)");
+  add_bind_flag(cmd, args->binds);
   cmd->add_option("-o,--output", args->output, "out.svg, out.html, out.dot or out.png")->required();
   cmd->add_flag("--force", args->force, "overwrite existing files");
   cmd->add_option("--collapse-above", args->collapse_above,
