@@ -60,10 +60,11 @@ Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const 
 Result<FusionAnalysis> analyze_fusion_standard_only(const Graph& model, OptLevel level,
                                                     const PipelineOptions& pipeline,
                                                     const std::map<std::string, int64_t>& dims,
-                                                    std::vector<std::string>& disabled) {
+                                                    std::vector<std::string>& disabled,
+                                                    const std::map<std::string, Tensor>& values) {
   PipelineOptions options = pipeline;
   for (int round = 0; round < 16; ++round) {
-    OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis a, analyze_fusion(model, level, options, dims));
+    OPFUSE_ASSIGN_OR_RETURN(FusionAnalysis a, analyze_fusion(model, level, options, dims, values));
     std::vector<const Node*> custom;
     for (const Node* n : a.after.nodes()) {
       if (!n->domain().empty()) custom.push_back(n);

@@ -38,7 +38,8 @@ Result<FusionAnalysis> analyze_fusion(const Graph& model, OptLevel level, const 
 Result<FusionAnalysis> analyze_fusion_standard_only(const Graph& model, OptLevel level,
                                                     const PipelineOptions& pipeline,
                                                     const std::map<std::string, int64_t>& dims,
-                                                    std::vector<std::string>& disabled);
+                                                    std::vector<std::string>& disabled,
+                                                    const std::map<std::string, Tensor>& values = {});
 
 // Whether a compiled plan runs a kernel for this node (views of intermediates alias instead).
 bool runs_kernel(const Node& node);

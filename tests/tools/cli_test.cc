@@ -283,6 +283,12 @@ graph @main (%sr: i64[], %x: f32[2,3]) {
   EXPECT_NE(wrong.exit_code, 0);
   EXPECT_NE(wrong.output.find("input 'x' is f32[2,3]; only scalar integer or bool inputs can be bound"),
             std::string::npos) << wrong.output;
+  // An optimised export for that value holds no If any more.
+  const std::string optimized = (dir_ / "rate_if_opt.onnx").string();
+  CommandResult opt = run_cli("optimize " + path + " --bind sr=16000 -o " + optimized);
+  EXPECT_EQ(opt.exit_code, 0) << opt.output;
+  CommandResult info = run_cli("info " + optimized);
+  EXPECT_EQ(info.output.find(" If "), std::string::npos) << info.output;
   // The run itself takes each branch by the input's value.
   const std::string sr = (dir_ / "sr.npy").string();
   ASSERT_TRUE(write_npy(sr, Tensor::scalar<int64_t>(8000)).is_ok());

@@ -184,14 +184,7 @@ Result<TensorMap> gather_inputs(const Session& session, const InputFlags& flags)
   return random_inputs(session, flags.seed, symbols, std::move(inputs));
 }
 
-Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
-                                     const std::vector<std::string>& dims, const std::vector<std::string>& binds) {
-  OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
-  OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
-  if (const auto& tuning = options.pipeline.fusion.tuning) {
-    OPFUSE_TRY(check_tuning_record(*tuning, graph, active_target()));
-  }
+Result<TensorMap> parse_binds(const Graph& graph, const std::vector<std::string>& binds) {
   TensorMap values;
   for (const std::string& b : binds) {
     OPFUSE_ASSIGN_OR_RETURN(auto kv, split_assignment(b, "--bind"));
@@ -214,6 +207,18 @@ Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlag
     t.set_double(0, static_cast<double>(value));
     values[name] = std::move(t);
   }
+  return values;
+}
+
+Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
+                                     const std::vector<std::string>& dims, const std::vector<std::string>& binds) {
+  OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(flags));
+  OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(dims));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(model, flags.limits));
+  if (const auto& tuning = options.pipeline.fusion.tuning) {
+    OPFUSE_TRY(check_tuning_record(*tuning, graph, active_target()));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(TensorMap values, parse_binds(graph, binds));
   return analyze_fusion(graph, options.level, options.pipeline, symbols, values);
 }
 

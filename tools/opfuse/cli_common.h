@@ -75,6 +75,8 @@ Status check_can_write_output(const std::string& path, bool force);
 // depends on.
 Result<FusionAnalysis> analyze_model(const std::string& model, const SessionFlags& flags,
                                      const std::vector<std::string>& dims, const std::vector<std::string>& binds = {});
+// The values --bind NAME=VALUE gives, each a scalar of its input's dtype; errors name the input.
+Result<TensorMap> parse_binds(const Graph& graph, const std::vector<std::string>& binds);
 // --bind NAME=VALUE (repeatable), for the commands that analyse without running.
 void add_bind_flag(CLI::App* cmd, std::vector<std::string>& binds);
 

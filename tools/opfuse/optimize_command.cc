@@ -19,6 +19,7 @@ struct OptimizeArgs {
   std::string model;
   SessionFlags session;
   std::vector<std::string> dims;
+  std::vector<std::string> binds;
   std::string output;
   bool standard_only = false;
   bool force = false;
@@ -29,12 +30,13 @@ Status optimize(const OptimizeArgs& args) {
   OPFUSE_ASSIGN_OR_RETURN(SessionOptions options, session_options(args.session));
   OPFUSE_ASSIGN_OR_RETURN(auto symbols, parse_dims(args.dims));
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(args.model, args.session.limits));
+  OPFUSE_ASSIGN_OR_RETURN(TensorMap values, parse_binds(graph, args.binds));
   std::vector<std::string> disabled;
   FusionAnalysis analysis;
   if (args.standard_only) {
-    OPFUSE_ASSIGN_OR_RETURN(analysis, analyze_fusion_standard_only(graph, options.level, options.pipeline, symbols, disabled));
+    OPFUSE_ASSIGN_OR_RETURN(analysis, analyze_fusion_standard_only(graph, options.level, options.pipeline, symbols, disabled, values));
   } else {
-    OPFUSE_ASSIGN_OR_RETURN(analysis, analyze_fusion(graph, options.level, options.pipeline, symbols));
+    OPFUSE_ASSIGN_OR_RETURN(analysis, analyze_fusion(graph, options.level, options.pipeline, symbols, values));
   }
   OnnxExportOptions export_options;
   export_options.standard_only = args.standard_only;
@@ -65,6 +67,7 @@ Action add_optimize_command(CLI::App& app) {
   cmd->add_option("MODEL", args->model, "ONNX model file")->required();
   add_session_flags(cmd, args->session, "O2");
   cmd->add_option("--dim", args->dims, "SYMBOL=N: size of a symbolic dim (default 1)");
+  add_bind_flag(cmd, args->binds);
   cmd->add_option("-o,--output", args->output, "the ONNX file to write")->required();
   cmd->add_flag("--standard-only", args->standard_only, "emit only standard ONNX ops (folds, standard fusions)");
   cmd->add_flag("--force", args->force, "overwrite the output file");
