@@ -285,10 +285,10 @@ Status run_einsum(KernelContext& ctx) {
 
 std::vector<OpDef> linalg_ops() {
   std::vector<OpDef> ops;
-  OpDef det = tensor_op("Det", 1, 1, FusionKind::kOpaque, infer_det, run_det,
+  OpDef det = op_record("Det", 1, 1, FusionKind::kOpaque, infer_det, run_det,
                         "determinant of each square matrix in the last two dims");
   ops.push_back(std::move(det));
-  OpDef einsum = tensor_op("Einsum", 1, 16, FusionKind::kOpaque, infer_einsum, run_einsum,
+  OpDef einsum = op_record("Einsum", 1, 16, FusionKind::kOpaque, infer_einsum, run_einsum,
                            "Einstein summation over the inputs by `equation` (ellipsis, implicit output)");
   einsum.min_opset = 12;
   einsum.attrs = {{"equation", AttrType::kString, std::nullopt, true}};

@@ -140,4 +140,17 @@ std::optional<DType> dtype_from_onnx_code(int64_t code) {
   }
 }
 
+OpDef op_record(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
+                KernelFn reference, std::string summary) {
+  OpDef def;
+  def.name = std::move(name);
+  def.min_inputs = min_inputs;
+  def.max_inputs = max_inputs;
+  def.kind = kind;
+  def.infer = infer;
+  def.reference = reference;
+  def.summary = std::move(summary);
+  return def;
+}
+
 }  // namespace opfuse

@@ -184,4 +184,8 @@ struct OpDef {
   const AttrSpec* find_attr(const std::string& attr_name) const;
 };
 
+// The fields every op record sets (one output; a family adds attributes, traits, opsets ...).
+OpDef op_record(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
+                KernelFn reference, std::string summary);
+
 }  // namespace opfuse

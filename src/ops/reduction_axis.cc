@@ -243,32 +243,20 @@ Status run_topk(KernelContext& ctx) {
   return Status::ok();
 }
 
-OpDef axis_op(const char* name, int min_inputs, int max_inputs, InferFn infer, KernelFn kernel, const char* summary) {
-  OpDef def;
-  def.name = name;
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.kind = FusionKind::kOpaque;
-  def.infer = infer;
-  def.reference = kernel;
-  def.summary = summary;
-  return def;
-}
-
 }  // namespace
 
 std::vector<OpDef> axis_scan_ops() {
   std::vector<OpDef> ops;
-  OpDef cumsum = axis_op("CumSum", 2, 2, infer_cumsum, run_cumsum,
+  OpDef cumsum = op_record("CumSum", 2, 2, FusionKind::kOpaque, infer_cumsum, run_cumsum,
                          "running sum along the axis input (exclusive, reverse)");
   cumsum.attrs = {{"exclusive", AttrType::kInt, AttrValue(int64_t{0})},
                   {"reverse", AttrType::kInt, AttrValue(int64_t{0})}};
   ops.push_back(std::move(cumsum));
-  OpDef hardmax = axis_op("Hardmax", 1, 1, infer_hardmax, run_hardmax,
+  OpDef hardmax = op_record("Hardmax", 1, 1, FusionKind::kOpaque, infer_hardmax, run_hardmax,
                           "1 at the first maximum along an axis, 0 elsewhere");
   hardmax.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{-1})}};
   ops.push_back(std::move(hardmax));
-  OpDef topk = axis_op("TopK", 2, 2, infer_topk, run_topk,
+  OpDef topk = op_record("TopK", 2, 2, FusionKind::kOpaque, infer_topk, run_topk,
                        "the K largest (or smallest) values along an axis and their indices");
   topk.max_outputs = topk.min_outputs = 2;
   topk.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{-1})},

@@ -146,33 +146,22 @@ Status run_mvn(KernelContext& ctx) {
   return Status::ok();
 }
 
-OpDef norm_def(const char* name, int inputs, InferFn infer, KernelFn kernel, const char* summary) {
-  OpDef def;
-  def.name = name;
-  def.min_inputs = def.max_inputs = inputs;
-  def.kind = FusionKind::kOpaque;
-  def.infer = infer;
-  def.reference = kernel;
-  def.summary = summary;
-  return def;
-}
-
 }  // namespace
 
 std::vector<OpDef> channel_normalization_ops() {
   std::vector<OpDef> ops;
-  OpDef instance = norm_def("InstanceNormalization", 3, infer_instance_norm, run_instance_norm,
+  OpDef instance = op_record("InstanceNormalization", 3, 3, FusionKind::kOpaque, infer_instance_norm, run_instance_norm,
                             "normalise each (sample, channel) over its spatial dims, then scale and shift");
   instance.attrs = {{"epsilon", AttrType::kFloat, AttrValue(1e-5f)}};
   ops.push_back(std::move(instance));
-  OpDef lrn = norm_def("LRN", 1, infer_lrn, run_lrn,
+  OpDef lrn = op_record("LRN", 1, 1, FusionKind::kOpaque, infer_lrn, run_lrn,
                        "x / (bias + alpha/size * sum of squares over `size` neighbouring channels)^beta");
   lrn.attrs = {{"alpha", AttrType::kFloat, AttrValue(1e-4f)},
                {"beta", AttrType::kFloat, AttrValue(0.75f)},
                {"bias", AttrType::kFloat, AttrValue(1.0f)},
                {"size", AttrType::kInt, std::nullopt, true}};
   ops.push_back(std::move(lrn));
-  OpDef mvn = norm_def("MeanVarianceNormalization", 1, infer_mvn, run_mvn,
+  OpDef mvn = op_record("MeanVarianceNormalization", 1, 1, FusionKind::kOpaque, infer_mvn, run_mvn,
                        "zero mean and unit variance over `axes` (default N, H, W)");
   mvn.attrs = {{"axes", AttrType::kInts, AttrValue(std::vector<int64_t>{0, 2, 3})}};
   ops.push_back(std::move(mvn));

@@ -193,7 +193,7 @@ Status run_range(KernelContext& ctx) {
 
 OpDef data_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
            std::string summary) {
-  return tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kOpaque, infer, reference,
+  return op_record(std::move(name), min_inputs, max_inputs, FusionKind::kOpaque, infer, reference,
                    std::move(summary));
 }
 

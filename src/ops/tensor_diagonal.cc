@@ -108,12 +108,12 @@ Status run_eye_like(KernelContext& ctx) {
 
 std::vector<OpDef> tensor_diagonal_ops() {
   std::vector<OpDef> ops;
-  OpDef trilu = tensor_op("Trilu", 1, 2, FusionKind::kOpaque, infer_trilu, run_trilu,
+  OpDef trilu = op_record("Trilu", 1, 2, FusionKind::kOpaque, infer_trilu, run_trilu,
                           "keeps the upper (upper=1) or lower triangle of the last two dims from diagonal k");
   trilu.min_opset = 14;
   trilu.attrs = {{"upper", AttrType::kInt, AttrValue(int64_t{1})}};
   ops.push_back(std::move(trilu));
-  OpDef eye = tensor_op("EyeLike", 1, 1, FusionKind::kOpaque, infer_eye_like, run_eye_like,
+  OpDef eye = op_record("EyeLike", 1, 1, FusionKind::kOpaque, infer_eye_like, run_eye_like,
                         "a 2-D tensor of the input's shape with ones on diagonal k");
   eye.attrs = {{"dtype", AttrType::kInt, std::nullopt}, {"k", AttrType::kInt, AttrValue(int64_t{0})}};
   ops.push_back(std::move(eye));

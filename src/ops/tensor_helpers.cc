@@ -197,22 +197,9 @@ void mapped_copy(const void* src, size_t elem_size, const std::vector<int64_t>& 
   });
 }
 
-OpDef tensor_op(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
-                KernelFn reference, std::string summary) {
-  OpDef def;
-  def.name = std::move(name);
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.kind = kind;
-  def.infer = infer;
-  def.reference = reference;
-  def.summary = std::move(summary);
-  return def;
-}
-
 OpDef injective_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
                    std::string summary) {
-  return tensor_op(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
+  return op_record(std::move(name), min_inputs, max_inputs, FusionKind::kInjective, infer, reference,
                    std::move(summary));
 }
 

@@ -21,11 +21,7 @@ std::vector<OpDef> tensor_diagonal_ops();  // ops/tensor_diagonal.cc: Trilu, Eye
 std::vector<OpDef> tensor_reorder_ops();  // ops/tensor_reorder.cc: DepthToSpace, SpaceToDepth, ReverseSequence
 std::vector<OpDef> tensor_scatter_ops();  // ops/tensor_scatter.cc: GatherND, ScatterND, ScatterElements, OneHot
 
-// The record skeleton every tensor op starts from (one output; attributes and traits are added
-// by the caller).
-OpDef tensor_op(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
-                KernelFn reference, std::string summary);
-// The same for an op each of whose output elements is one input element (Transpose, Slice,
+// The record (op_record) of an op each of whose output elements is one input element (Transpose, Slice,
 // Gather, the views ...): FusionKind::kInjective, which region fusion reads through index maps.
 OpDef injective_op(std::string name, int min_inputs, int max_inputs, InferFn infer, KernelFn reference,
                    std::string summary);

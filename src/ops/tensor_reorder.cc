@@ -160,17 +160,17 @@ Status run_reverse_sequence(KernelContext& ctx) {
 
 std::vector<OpDef> tensor_reorder_ops() {
   std::vector<OpDef> ops;
-  OpDef d2s = tensor_op("DepthToSpace", 1, 1, FusionKind::kOpaque, infer_block_move<BlockDirection::kDepthToSpace>,
+  OpDef d2s = op_record("DepthToSpace", 1, 1, FusionKind::kOpaque, infer_block_move<BlockDirection::kDepthToSpace>,
                         run_block_move<BlockDirection::kDepthToSpace>,
                         "moves blocksize x blocksize channel groups into spatial blocks (mode DCR or CRD)");
   d2s.attrs = {{"blocksize", AttrType::kInt, std::nullopt, true}, {"mode", AttrType::kString, AttrValue(std::string("DCR"))}};
   ops.push_back(std::move(d2s));
-  OpDef s2d = tensor_op("SpaceToDepth", 1, 1, FusionKind::kOpaque, infer_block_move<BlockDirection::kSpaceToDepth>,
+  OpDef s2d = op_record("SpaceToDepth", 1, 1, FusionKind::kOpaque, infer_block_move<BlockDirection::kSpaceToDepth>,
                         run_block_move<BlockDirection::kSpaceToDepth>,
                         "moves blocksize x blocksize spatial blocks into channels");
   s2d.attrs = {{"blocksize", AttrType::kInt, std::nullopt, true}};
   ops.push_back(std::move(s2d));
-  OpDef rev = tensor_op("ReverseSequence", 2, 2, FusionKind::kOpaque, infer_reverse_sequence, run_reverse_sequence,
+  OpDef rev = op_record("ReverseSequence", 2, 2, FusionKind::kOpaque, infer_reverse_sequence, run_reverse_sequence,
                         "reverses the first sequence_lens[b] time steps of each batch entry b");
   rev.attrs = {{"batch_axis", AttrType::kInt, AttrValue(int64_t{1})}, {"time_axis", AttrType::kInt, AttrValue(int64_t{0})}};
   ops.push_back(std::move(rev));

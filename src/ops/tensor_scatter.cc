@@ -182,10 +182,16 @@ Status check_same_dtype(const InferContext& ctx, size_t updates_input) {
   return Status::ok();
 }
 
-Status infer_scatter_nd(InferContext& ctx) {
+// What both scatters check first: integer indices (input 1), updates (input 2) of data's dtype,
+// a known reduction.
+Status check_scatter_inputs(const InferContext& ctx) {
   OPFUSE_TRY(check_integer_input(ctx, 1, "indices"));
   OPFUSE_TRY(check_same_dtype(ctx, 2));
-  OPFUSE_TRY(scatter_reduction(ctx.node(), ctx.attrs()).status());
+  return scatter_reduction(ctx.node(), ctx.attrs()).status();
+}
+
+Status infer_scatter_nd(InferContext& ctx) {
+  OPFUSE_TRY(check_scatter_inputs(ctx));
   const auto& data = ctx.input_shape(0);
   const auto& indices = ctx.input_shape(1);
   const auto& updates = ctx.input_shape(2);
@@ -241,9 +247,7 @@ Status run_scatter_nd(KernelContext& ctx) {
 // ---- ScatterElements -------------------------------------------------------------------------
 
 Status infer_scatter_elements(InferContext& ctx) {
-  OPFUSE_TRY(check_integer_input(ctx, 1, "indices"));
-  OPFUSE_TRY(check_same_dtype(ctx, 2));
-  OPFUSE_TRY(scatter_reduction(ctx.node(), ctx.attrs()).status());
+  OPFUSE_TRY(check_scatter_inputs(ctx));
   const auto& data = ctx.input_shape(0);
   const auto& indices = ctx.input_shape(1);
   const auto& updates = ctx.input_shape(2);
@@ -384,22 +388,22 @@ AttrSpec reduction_attr() { return {"reduction", AttrType::kString, AttrValue(st
 
 std::vector<OpDef> tensor_scatter_ops() {
   std::vector<OpDef> ops;
-  OpDef gather_nd = tensor_op("GatherND", 2, 2, FusionKind::kOpaque, infer_gather_nd, run_gather_nd,
+  OpDef gather_nd = op_record("GatherND", 2, 2, FusionKind::kOpaque, infer_gather_nd, run_gather_nd,
                               "slices of data at the index tuples of the last indices dim (batch_dims)");
   gather_nd.attrs = {{"batch_dims", AttrType::kInt, AttrValue(int64_t{0})}};
   ops.push_back(std::move(gather_nd));
   // Opset 16's add/mul and 18's max/min reductions are all here, so newer models read as this record
   // (frontend/onnx/opsets.cc).
-  OpDef scatter_nd = tensor_op("ScatterND", 3, 3, FusionKind::kOpaque, infer_scatter_nd, run_scatter_nd,
+  OpDef scatter_nd = op_record("ScatterND", 3, 3, FusionKind::kOpaque, infer_scatter_nd, run_scatter_nd,
                                "data with slices at index tuples replaced or combined (reduction)");
   scatter_nd.attrs = {reduction_attr()};
   ops.push_back(std::move(scatter_nd));
   OpDef scatter_elements =
-      tensor_op("ScatterElements", 3, 3, FusionKind::kOpaque, infer_scatter_elements, run_scatter_elements,
+      op_record("ScatterElements", 3, 3, FusionKind::kOpaque, infer_scatter_elements, run_scatter_elements,
                 "data with elements along `axis` replaced or combined (reduction) by a same-rank index tensor");
   scatter_elements.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{0})}, reduction_attr()};
   ops.push_back(std::move(scatter_elements));
-  OpDef one_hot = tensor_op("OneHot", 3, 3, FusionKind::kOpaque, infer_one_hot, run_one_hot,
+  OpDef one_hot = op_record("OneHot", 3, 3, FusionKind::kOpaque, infer_one_hot, run_one_hot,
                             "on_value where the axis position equals the index, off_value elsewhere");
   one_hot.attrs = {{"axis", AttrType::kInt, AttrValue(int64_t{-1})}};
   ops.push_back(std::move(one_hot));
