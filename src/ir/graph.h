@@ -142,8 +142,10 @@ class Graph {
   // A deep copy (values and nodes are new objects; tensors share storage).
   Graph clone() const;
 
- private:
+  // `base`, or `base` with a suffix, such that no value has that name yet (for rename_value).
   std::string unique_value_name(const std::string& base);
+
+ private:
   std::string unique_node_name(const std::string& base);
   // Drops the slots of removed nodes and renumbers positions.
   void compact_nodes();

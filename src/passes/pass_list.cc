@@ -15,6 +15,8 @@ const std::vector<PassDef>& all_passes() {
       {"cse", "merges identical nodes on identical inputs, and equal small constants", run_cse_pass},
       {"simplify", "local algebraic rules: identities, neutral elements, chains of Transpose/Reshape/Cast",
        run_simplify_pass},
+      {"fp16_in_fp32", "computes a float16 model in float32: weights widened once, float16 Casts dropped, Casts only at float16 graph inputs/outputs",
+       run_fp16_in_fp32_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
       {"expand_composites", "inlines composite ops (user-defined subgraph ops) so their bodies fuse with their neighbours",

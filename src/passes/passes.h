@@ -12,6 +12,7 @@ Result<bool> run_constant_fold_pass(Graph& graph, PassContext& context);  // con
 Result<bool> run_cse_pass(Graph& graph, PassContext& context);            // cse.cc
 Result<bool> run_simplify_pass(Graph& graph, PassContext& context);       // simplify.cc
 Result<bool> run_inline_constant_if_pass(Graph& graph, PassContext& context);  // inline_constant_if.cc
+Result<bool> run_fp16_in_fp32_pass(Graph& graph, PassContext& context);     // fp16_in_fp32.cc
 Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fold_batchnorm.cc
 Result<bool> run_fuse_patterns_pass(Graph& graph, PassContext& context);  // patterns/driver.cc
 Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context);  // expand_to_primitives.cc

@@ -18,6 +18,10 @@ const PipelineStage kStaticShapes = {{"constant_fold", "inline_constant_if", "dc
 const PipelineStage kExpandComposites = {{"expand_composites"}, false,
                                          "inline composite ops into the primitives they are made of"};
 const PipelineStage kShapes = {{"infer_shapes"}, false, "canonicalisation needs shapes and dtypes"};
+// Before canonicalisation, whose Cast rules then drop the Casts between float32 values, and
+// before every fusion, so a float16 model fuses onto the float32 kernels like a float32 one.
+const PipelineStage kFp16InFp32 = {{"fp16_in_fp32", "infer_shapes"}, false,
+                                   "compute float16 models in float32 (the CPU has no float16 arithmetic)"};
 // Folding exposes simplifications (a Reshape whose shape became constant), simplifying exposes
 // duplicates and dead nodes, and merging exposes more folds: loop until stable.
 const PipelineStage kCanonicalise = {
@@ -53,14 +57,13 @@ const PipelineStage kRefreshShapes = {{"infer_shapes"}, false, "refresh shapes f
 
 const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o0 = {kShapesOnly, kStaticShapes};
-  static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes, kCanonicalise, kFoldBatchNorm,
-                                                kRefreshShapes};
-  static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,        kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns,  kRegionFusion,
-                                                kRefreshShapes};
-  static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,  kCanonicalise, kFoldBatchNorm,
-                                                kFusePatterns,     kPruneConvTaps, kLayout, kRegionFusion,
-                                                kRefreshShapes};
+  static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes,        kFp16InFp32,
+                                                kCanonicalise,     kFoldBatchNorm, kRefreshShapes};
+  static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,       kFp16InFp32,   kCanonicalise,
+                                                kFoldBatchNorm,    kFusePatterns, kRegionFusion, kRefreshShapes};
+  static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kCanonicalise,
+                                                kFoldBatchNorm,    kFusePatterns,  kPruneConvTaps, kLayout,
+                                                kRegionFusion,     kRefreshShapes};
   switch (level) {
     case OptLevel::kO0: return o0;
     case OptLevel::kO1: return o1;
