@@ -153,12 +153,8 @@ Status infer_dynamic_quantize_linear(InferContext& ctx) {
   return Status::ok();
 }
 
-// The ONNX formulas, in f32 as its function body computes them: the range [min(x), max(x)]
-// widened to include 0, scale = range / 255, zero point = round(clip(0 - min / scale, 0, 255)).
-// An empty range (x all zeros) has no scale in the spec (0 / 0 in its function body, 1/255 in
-// its Python reference); we follow onnxruntime: scale 1, zero point 0, y all 0, so nothing
-// downstream divides by 0. NaN elements are left out of the range and quantize to 0 as in
-// QuantizeLinear.
+// The range [min(x), max(x)] widened to include 0, then dynamic_quant_params (quantize_common.h).
+// NaN elements are left out of the range and quantize to 0 as in QuantizeLinear.
 Status dynamic_quantize_linear_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != DType::kF32) {
@@ -170,9 +166,9 @@ Status dynamic_quantize_linear_kernel(KernelContext& ctx) {
     if (xp[i] < lo) lo = xp[i];
     if (xp[i] > hi) hi = xp[i];
   }
-  const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  const float zp_float = round_half_even(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
-  const int32_t zp = static_cast<int32_t>(zp_float);
+  const DynamicQuantParams params = dynamic_quant_params(lo, hi);
+  const float scale = params.scale;
+  const int32_t zp = params.zero_point;
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kU8, x.dims()));
   uint8_t* yp = y->data<uint8_t>();
   for (int64_t i = 0; i < x.numel(); ++i) yp[i] = quantize_value<uint8_t>(xp[i] / scale, zp);

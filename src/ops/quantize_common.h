@@ -3,6 +3,7 @@
 // per-tensor / per-axis scale and zero-point pairs resolved against a tensor.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -39,6 +40,23 @@ Q quantize_value(F scaled, int32_t zero_point) {
   if (r <= lo) return std::numeric_limits<Q>::lowest();
   if (r >= hi) return std::numeric_limits<Q>::max();
   return static_cast<Q>(r);
+}
+
+// DynamicQuantizeLinear's scale and zero point for the range [lo, hi] (lo <= 0 <= hi: the data's
+// range widened to include 0), in f32 as ONNX's function body computes them: scale = range / 255,
+// zero point = round(clip(0 - lo / scale, 0, 255)). An empty range (x all zeros) has no scale in
+// the spec (0 / 0 in its function body, 1/255 in its Python reference); we follow onnxruntime:
+// scale 1, zero point 0, so nothing downstream divides by 0. Shared by the reference and the
+// vector kernel (kernels/cpu/hwy_convert.cc) so both quantize alike.
+struct DynamicQuantParams {
+  float scale = 1.0f;
+  int32_t zero_point = 0;
+};
+inline DynamicQuantParams dynamic_quant_params(float lo, float hi) {
+  DynamicQuantParams p;
+  p.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  p.zero_point = static_cast<int32_t>(round_half_even(std::clamp(0.0f - lo / p.scale, 0.0f, 255.0f)));
+  return p;
 }
 
 // Calls fn(uint8_t{}) or fn(int8_t{}) for a quantized dtype; a user error naming `what` for any

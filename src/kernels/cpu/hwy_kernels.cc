@@ -6,7 +6,7 @@ std::vector<KernelImpl> hwy_kernels() {
   std::vector<KernelImpl> all;
   for (auto list : {hwy_cpu::elementwise_kernels, hwy_cpu::softmax_kernels,
                     hwy_cpu::reduce_kernels, hwy_cpu::layout_kernels,
-                    hwy_cpu::resize_kernels}) {
+                    hwy_cpu::resize_kernels, hwy_cpu::convert_kernels}) {
     for (const KernelImpl& k : list()) all.push_back(k);
   }
   return all;

@@ -5,7 +5,8 @@
 // Files, one per concept: hwy_elementwise.cc (every op with a ScalarExpr), hwy_softmax.cc
 // (Softmax, LogSoftmax, LayerNormalization), hwy_reduce.cc (ReduceSum/Mean/Max/Min over a block
 // of axes, and global average pooling), hwy_movers.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
-// hwy_resize.cc (Resize nearest/linear over H,W of NCHW), hwy_math-inl.h (vector
+// hwy_resize.cc (Resize nearest/linear over H,W of NCHW), hwy_convert.cc (Cast between float and
+// small integer types, DynamicQuantizeLinear), hwy_math-inl.h (vector
 // exp/log/tanh/erf with IEEE fix-ups).
 #pragma once
 
@@ -38,6 +39,7 @@ KernelImpl global_average_pool_kernel();
 KernelImpl whole_axis_average_pool_kernel();
 std::vector<KernelImpl> layout_kernels();
 std::vector<KernelImpl> resize_kernels();
+std::vector<KernelImpl> convert_kernels();  // hwy_convert.cc: Cast, DynamicQuantizeLinear
 
 }  // namespace hwy_cpu
 }  // namespace opfuse
