@@ -17,6 +17,10 @@ namespace opfuse {
 KernelImpl fused_region_kernel_impl();  // kernels/cpu/fused_region_kernel.cc
 KernelImpl fused_attention_kernel_impl();  // kernels/cpu/attention_kernel.cc
 KernelImpl control_flow_kernel(std::string_view op_type);  // kernels/cpu/control_flow_kernel.cc
+KernelImpl plain_max_pool_kernel();  // kernels/cpu/plain_max_pool.cc
+namespace onednn {
+KernelImpl onednn_conv_integer_kernel();  // kernels/cpu/onednn_conv_integer.cc
+}
 
 const std::vector<KernelImpl>& all_kernels() {
   static const std::vector<KernelImpl> kernels = [] {
@@ -31,6 +35,8 @@ const std::vector<KernelImpl>& all_kernels() {
         onednn::onednn_fused_conv_kernel(),
         onednn::onednn_conv_transpose_kernel(),
         onednn::onednn_fused_conv_transpose_kernel(),
+        // ConvInteger on int8 VNNI convolutions (weight zero points folded in by a window sum).
+        onednn::onednn_conv_integer_kernel(),
         // M = 1 with constant weights (classifier heads): packed weight streaming, before
         // oneDNN's matmul (kernels/cpu/gemv_kernel.cc).
         gemv_matmul_kernel(),
@@ -48,6 +54,8 @@ const std::vector<KernelImpl>& all_kernels() {
         // Means over whole axes (global average pooling), before oneDNN's pooling.
         hwy_cpu::global_average_pool_kernel(),
         hwy_cpu::whole_axis_average_pool_kernel(),
+        // 2-D max pooling on plain NCHW, where oneDNN has only a scalar loop (simple_nchw).
+        plain_max_pool_kernel(),
         onednn::onednn_max_pool_kernel(),
         onednn::onednn_average_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),

@@ -6,6 +6,7 @@
 //   OPFUSE_ZOO_TIER=full ./build/tests/opfuse_tests --gtest_filter='Zoo/*'
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -182,7 +183,10 @@ TEST_P(ZooNaNTest, AllNaNInputGivesNaNWhereEagerDoes) {
   }
 }
 
-// O3 (blocked layouts) against eager mode on the same inputs: max relative difference <= 1e-4.
+// O3 (blocked layouts) against eager mode on the same inputs: max relative difference <= 1e-4,
+// or the model's own tolerance where it declares a wider one: an fp16 model's O3 computes in f32
+// where eager mode rounds to f16 after every op, and a quantized model's chain of dynamic
+// requantizations turns a last-bit difference of a float op into whole quantization steps.
 class ZooO3Test : public testing::TestWithParam<std::string> {};
 
 TEST_P(ZooO3Test, MatchesEagerWithin1e4) {
@@ -195,7 +199,8 @@ TEST_P(ZooO3Test, MatchesEagerWithin1e4) {
     ASSERT_TRUE(results[ExecutionMode::kGraph].count(name)) << name;
     const Tensor& got = results[ExecutionMode::kGraph].at(name);
     ASSERT_EQ(got.dims(), want.dims()) << name;
-    EXPECT_LE(max_relative_difference(got, want), 1e-4) << GetParam() << " output " << name;
+    const double tolerance = std::max(1e-4, entry["tolerance"]["max"].get<double>());
+    EXPECT_LE(max_relative_difference(got, want), tolerance) << GetParam() << " output " << name;
   }
 }
 
