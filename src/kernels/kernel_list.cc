@@ -54,9 +54,10 @@ const std::vector<KernelImpl>& all_kernels() {
         // Means over whole axes (global average pooling), before oneDNN's pooling.
         hwy_cpu::global_average_pool_kernel(),
         hwy_cpu::whole_axis_average_pool_kernel(),
-        // 2-D max pooling on plain NCHW, where oneDNN has only a scalar loop (simple_nchw).
-        plain_max_pool_kernel(),
         onednn::onednn_max_pool_kernel(),
+        // 2-D max pooling on plain NCHW where oneDNN declines (only its scalar simple_nchw, or
+        // reference loops for dilated windows).
+        plain_max_pool_kernel(),
         onednn::onednn_average_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),
         onednn::onednn_global_max_pool_kernel(),

@@ -222,7 +222,8 @@ TEST(HwyElementwise, DeclinesNonF32) {
   EXPECT_EQ(compile(*make_case("Add", {In{{3}, DType::kI64}, In{{3}, DType::kI64}}))->name(), "reference");
   EXPECT_EQ(compile(*make_case("Add", {In{{3}, DType::kF64}, In{{3}, DType::kF64}}))->name(), "reference");
   EXPECT_EQ(compile(*make_case("And", {In{{3}, DType::kBool}, In{{3}, DType::kBool}}))->name(), "reference");
-  EXPECT_EQ(compile(*make_case("Cast", {In{{3}}}, {{"to", AttrValue(int64_t{1})}}))->name(), "reference");
+  // Cast has its own kernel (hwy.cast) for the float and small-integer pairs, not this one.
+  EXPECT_EQ(compile(*make_case("Cast", {In{{3}}}, {{"to", AttrValue(int64_t{7})}}))->name(), "reference");
 }
 
 }  // namespace

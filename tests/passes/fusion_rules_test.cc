@@ -21,7 +21,8 @@ TEST(FusionRules, KnownRulesAreTheFusingPassesAndRegisteredNames) {
   EXPECT_FALSE(is_known_fusion_rule("test_only_rule"));
   register_fusion_rule("test_only_rule", "a rule a test registers");
   EXPECT_TRUE(is_known_fusion_rule("test_only_rule"));
-  EXPECT_NE(known_fusion_rule_list().find("fold_batchnorm, fuse_patterns"), std::string::npos);
+  EXPECT_TRUE(is_known_fusion_rule("fp16_in_fp32"));  // not exact, so a switch
+  EXPECT_NE(known_fusion_rule_list().find("fold_batchnorm, fp16_in_fp32, fuse_patterns"), std::string::npos);
 }
 
 TEST(FusionRules, UnknownNamesListTheValidOnes) {

@@ -13,10 +13,14 @@
 // box sum over the kernel's taps, 1/M of the convolution's work. It is added while the int32
 // sums are moved from oneDNN's channels-last result to the NCHW output.
 //
-// Only where the CPU has VNNI: without it oneDNN multiplies u8 by s8 with vpmaddubsw, whose
-// 16-bit pair sums saturate for full-range data (255 * -128 * 2), a silently wrong sum. Below
-// avx512_core_vnni the reference kernel runs instead.
+// That is the path where the CPU has VNNI. Without it oneDNN multiplies u8 by s8 with
+// vpmaddubsw, whose 16-bit pair sums saturate for full-range data (255 * -128 * 2): a silently
+// wrong sum. Below avx512_core_vnni the kernel computes the same sums as an f32 convolution of
+// x - x_zero by w - w_zero (both exact in f32), rounded back to int32: exact while every partial
+// sum stays below 2^24 in magnitude, else off by the float rounding of the sum (relative 6e-8),
+// which the Cast to float that follows ConvInteger in an exported model rounds away anyway.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/onednn_common.h"
@@ -51,7 +55,7 @@ bool is_int8(DType t) { return t == DType::kU8 || t == DType::kI8; }
 // The geometry when this kernel handles the node, else nullopt.
 std::optional<Geometry> plan_geometry(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
-  if (!node.domain().empty() || active_target().isa < IsaTier::kAvx512CoreVnni) return std::nullopt;
+  if (!node.domain().empty()) return std::nullopt;
   const Value* x = node.input(0);
   const Value* y = node.output(0);
   const Tensor* w = constant_input(ctx, 1);
@@ -112,6 +116,28 @@ std::optional<dnnl::convolution_forward::primitive_desc> int8_conv_pd(const Geom
       }).value_or(std::nullopt);
 }
 
+// Below VNNI: an f32 convolution on plain NCHW (oneDNN reorders internally or runs its gemm
+// convolution), weights in the layout it prefers.
+std::optional<dnnl::convolution_forward::primitive_desc> f32_conv_pd(const Geometry& g) {
+  return try_dnnl<std::optional<dnnl::convolution_forward::primitive_desc>>(
+      [&]() -> std::optional<dnnl::convolution_forward::primitive_desc> {
+        const dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+            plain_desc({g.n, g.c, g.h, g.w}), any_desc(weight_dims(g)), plain_desc({g.n, g.m, g.oh, g.ow}),
+            {g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.peh, g.pew});
+        dnnl::convolution_forward::primitive_desc pd(d, make_attr(), cpu_engine());
+        if (is_reference_impl(pd)) return std::nullopt;
+        return pd;
+      }).value_or(std::nullopt);
+}
+
+bool use_int8(const Target& target) { return target.isa >= IsaTier::kAvx512CoreVnni; }
+
+// The primitive descriptor of the path this target takes.
+std::optional<dnnl::convolution_forward::primitive_desc> conv_pd(const Geometry& g, DType x_type) {
+  return use_int8(active_target()) ? int8_conv_pd(g, x_type) : f32_conv_pd(g);
+}
+
 // The temporaries of a run (channels-last x, int32 sums, oneDNN's scratchpad, window sums), kept
 // per thread and grown, never shrunk: IS-Net's 512x512 convolutions need 64 MiB of int32 sums,
 // which freshly allocated would cost page faults and zero-filling on every run.
@@ -129,27 +155,37 @@ class ConvIntegerKernel final : public Kernel {
  public:
   ConvIntegerKernel(const Geometry& g, DType x_type) : g_(g), x_type_(x_type) {}
 
-  // Creates the primitive from `pd` and packs the shifted weights.
+  // Creates the primitive from `pd` and packs the weights: shifted to s8 (int8 path) or
+  // w - w_zero in f32.
   void build(const dnnl::convolution_forward::primitive_desc& pd, const Tensor& w, const Tensor* w_zero) {
-    const memory::desc wuser(weight_dims(g_), memory::data_type::s8,
-                             g_.group == 1 ? memory::format_tag::oihw : memory::format_tag::goihw);
-    impl_ = pd.impl_info_str();
+    int8_ = pd.src_desc().data_type() != memory::data_type::f32;
+    impl_ = int8_ ? pd.impl_info_str() : str_cat("f32 ", pd.impl_info_str());
     prim_ = dnnl::convolution_forward(pd);
     src_md_ = pd.src_desc();
     dst_md_ = pd.dst_desc();
     scratchpad_md_ = pd.scratchpad_desc();
-
+    const bool unsigned_w = w.dtype() == DType::kU8;
+    const int64_t per_m = w.numel() / g_.m;
+    std::vector<int32_t> zero(static_cast<size_t>(g_.m), 0);
+    for (int64_t m = 0; m < g_.m && w_zero != nullptr; ++m) {
+      zero[m] = static_cast<int32_t>(w_zero->get_int(w_zero->numel() == 1 ? 0 : m));
+    }
+    const auto tag = g_.group == 1 ? memory::format_tag::oihw : memory::format_tag::goihw;
+    if (!int8_) {
+      std::vector<float> wf(static_cast<size_t>(w.numel()));
+      for (int64_t i = 0; i < w.numel(); ++i) wf[i] = static_cast<float>(w.get_int(i) - zero[i / per_m]);
+      weights_ = pack(memory::desc(weight_dims(g_), memory::data_type::f32, tag), wf.data(), pd.weights_desc());
+      return;
+    }
     // w8 and c[m] (see the file comment).
     std::vector<int8_t> w8(static_cast<size_t>(w.numel()));
-    const bool unsigned_w = w.dtype() == DType::kU8;
     for (int64_t i = 0; i < w.numel(); ++i) {
       w8[i] = static_cast<int8_t>(w.get_int(i) - (unsigned_w ? 128 : 0));
     }
-    weights_ = pack(wuser, w8.data(), pd.weights_desc());
+    weights_ = pack(memory::desc(weight_dims(g_), memory::data_type::s8, tag), w8.data(), pd.weights_desc());
     comp_.assign(static_cast<size_t>(g_.m), 0);
     for (int64_t m = 0; m < g_.m; ++m) {
-      const int64_t wz = w_zero == nullptr ? 0 : w_zero->get_int(w_zero->numel() == 1 ? 0 : m);
-      comp_[m] = static_cast<int32_t>((unsigned_w ? 128 : 0) - wz);
+      comp_[m] = (unsigned_w ? 128 : 0) - zero[m];
       needs_window_sums_ |= comp_[m] != 0;
     }
   }
@@ -157,6 +193,7 @@ class ConvIntegerKernel final : public Kernel {
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     const int32_t xz = in.size() > 2 && in[2] != nullptr ? static_cast<int32_t>(in[2]->get_int(0)) : 0;
     const char* x = static_cast<const char*>(in[0]->raw_data());
+    if (!int8_) return run_f32(x, xz, out[0]->data<int32_t>());
     char* x_nhwc = thread_buffer<char>(kChannelsLastX, src_md_.get_size());
     int32_t* acc = thread_buffer<int32_t>(kSums, dst_md_.get_size());
     char* scratch = thread_buffer<char>(kScratchpad, scratchpad_md_.get_size());
@@ -187,6 +224,32 @@ class ConvIntegerKernel final : public Kernel {
   std::string implementation() const override { return impl_; }
 
  private:
+  // y = round(conv_f32(x - x_zero, w - w_zero)).
+  Status run_f32(const char* x, int32_t xz, int32_t* y) const {
+    const int64_t n_in = g_.n * g_.c * g_.h * g_.w, n_out = g_.n * g_.m * g_.oh * g_.ow;
+    float* xf = thread_buffer<float>(kChannelsLastX, static_cast<size_t>(n_in) * sizeof(float));
+    float* acc = thread_buffer<float>(kSums, static_cast<size_t>(n_out) * sizeof(float));
+    char* scratch = thread_buffer<char>(kScratchpad, scratchpad_md_.get_size());
+    const bool parallel = n_in > (int64_t{1} << 15);
+    if (x_type_ == DType::kU8) {
+      const auto* src = reinterpret_cast<const uint8_t*>(x);
+#pragma omp parallel for schedule(static) if (parallel)
+      for (int64_t i = 0; i < n_in; ++i) xf[i] = static_cast<float>(static_cast<int32_t>(src[i]) - xz);
+    } else {
+      const auto* src = reinterpret_cast<const int8_t*>(x);
+#pragma omp parallel for schedule(static) if (parallel)
+      for (int64_t i = 0; i < n_in; ++i) xf[i] = static_cast<float>(static_cast<int32_t>(src[i]) - xz);
+    }
+    dnnl::stream stream(cpu_engine());
+    memory src(src_md_, cpu_engine(), xf), dst(dst_md_, cpu_engine(), acc), pad(scratchpad_md_, cpu_engine(), scratch);
+    memory w_mem = weights_;
+    prim_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
+    stream.wait();
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t i = 0; i < n_out; ++i) y[i] = static_cast<int32_t>(std::nearbyint(acc[i]));
+    return Status::ok();
+  }
+
   // S[n][group][oh][ow]: the sum of x - xz over each output position's window (padding: 0).
   const int32_t* window_sums(const char* x, int32_t xz) const {
     const int64_t cg = g_.c / g_.group, plane = g_.h * g_.w, planes = g_.n * g_.group;
@@ -255,18 +318,19 @@ class ConvIntegerKernel final : public Kernel {
   memory::desc src_md_, dst_md_, scratchpad_md_;
   memory weights_;
   std::vector<int32_t> comp_;
+  bool int8_ = true;                // the VNNI path; false: the f32 one
   bool needs_window_sums_ = false;
   std::string impl_;
 };
 
 bool supports(const KernelCompileContext& ctx) {
   const auto g = plan_geometry(ctx);
-  return g && int8_conv_pd(*g, ctx.node.input(0)->dtype).has_value();
+  return g && conv_pd(*g, ctx.node.input(0)->dtype).has_value();
 }
 
 Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
   const auto g = plan_geometry(ctx);
-  const auto pd = g ? int8_conv_pd(*g, ctx.node.input(0)->dtype) : std::nullopt;
+  const auto pd = g ? conv_pd(*g, ctx.node.input(0)->dtype) : std::nullopt;
   if (!pd) return Status::internal_error(str_cat(ctx.node.describe(), ": not an int8 convolution onednn.conv_integer handles"));
   auto kernel = std::make_unique<ConvIntegerKernel>(*g, ctx.node.input(0)->dtype);
   try {
