@@ -19,6 +19,13 @@ void set_max_allocation_bytes(size_t bytes) { g_max_allocation_bytes = bytes; }
 size_t max_allocation_bytes() { return g_max_allocation_bytes; }
 
 Result<Tensor> Tensor::zeros(DType dtype, std::vector<int64_t> dims, const std::string& what) {
+  OPFUSE_ASSIGN_OR_RETURN(Tensor t, uninitialized(dtype, std::move(dims), what));
+  const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  std::memset(t.data_, 0, (bytes + kAlignment - 1) / kAlignment * kAlignment);  // as allocated
+  return t;
+}
+
+Result<Tensor> Tensor::uninitialized(DType dtype, std::vector<int64_t> dims, const std::string& what) {
   if (dtype == DType::kUndefined) {
     return Status::internal_error(str_cat(what, ": cannot allocate an undefined dtype"));
   }
@@ -36,7 +43,6 @@ Result<Tensor> Tensor::zeros(DType dtype, std::vector<int64_t> dims, const std::
   if (memory == nullptr) {
     return Status::user_error(str_cat(what, ": out of memory allocating ", rounded, " bytes"));
   }
-  std::memset(memory, 0, rounded);
   Tensor t;
   t.dtype_ = dtype;
   t.dims_ = std::move(dims);

@@ -22,6 +22,11 @@ class Tensor {
   // cap (set_max_allocation_bytes); the error names `what`.
   static Result<Tensor> zeros(DType dtype, std::vector<int64_t> dims,
                               const std::string& what = "tensor");
+  // The same checks, without the zero fill: for buffers every element of which is written before
+  // it is read (a graph mode run's outputs). Zero-filling a fresh 64 MiB output costs as much as
+  // the page faults of its first write.
+  static Result<Tensor> uninitialized(DType dtype, std::vector<int64_t> dims,
+                                      const std::string& what = "tensor");
   // Wraps memory owned by someone else (an arena, a mapped file); `keep_alive` holds it.
   static Tensor wrap(DType dtype, std::vector<int64_t> dims, void* data,
                      std::shared_ptr<void> keep_alive);

@@ -354,7 +354,9 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
       if (!outputs[slot.index].defined()) {
         const Value* v = graph_->outputs()[slot.index];
         const Slot& whole = slots_[output_slots_[slot.index]];  // `slot` may be a slab of it
-        OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index], Tensor::zeros(whole.dtype, whole.dims, str_cat("output '", v->name(), "'")));
+        // Every element is written by the plan's steps before the run returns.
+        OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index],
+                                Tensor::uninitialized(whole.dtype, whole.dims, str_cat("output '", v->name(), "'")));
       }
       arena->slot_tensors[i] = Tensor::wrap(
           slot.dtype, slot.dims, static_cast<uint8_t*>(outputs[slot.index].raw_data()) + slot.byte_offset, nullptr);

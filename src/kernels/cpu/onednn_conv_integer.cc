@@ -138,10 +138,11 @@ std::optional<dnnl::convolution_forward::primitive_desc> conv_pd(const Geometry&
   return use_int8(active_target()) ? int8_conv_pd(g, x_type) : f32_conv_pd(g);
 }
 
-// The temporaries of a run (channels-last x, int32 sums, oneDNN's scratchpad, window sums), kept
-// per thread and grown, never shrunk: IS-Net's 512x512 convolutions need 64 MiB of int32 sums,
-// which freshly allocated would cost page faults and zero-filling on every run.
-enum Buffer { kChannelsLastX, kSums, kScratchpad, kChannelSum, kWindowSum, kBuffers };
+// The temporaries of a run (x as oneDNN reads it: channels-last int8, or f32 below VNNI; the
+// int32 or f32 sums; oneDNN's scratchpad; window sums), kept per thread and grown, never shrunk:
+// IS-Net's 512x512 convolutions need 64 MiB of sums, which freshly allocated would cost page
+// faults and zero-filling on every run.
+enum Buffer { kConvInput, kSums, kScratchpad, kChannelSum, kWindowSum, kBuffers };
 template <typename T>
 T* thread_buffer(Buffer which, size_t bytes) {
   thread_local std::vector<char> buffers[kBuffers];
@@ -194,7 +195,7 @@ class ConvIntegerKernel final : public Kernel {
     const int32_t xz = in.size() > 2 && in[2] != nullptr ? static_cast<int32_t>(in[2]->get_int(0)) : 0;
     const char* x = static_cast<const char*>(in[0]->raw_data());
     if (!int8_) return run_f32(x, xz, out[0]->data<int32_t>());
-    char* x_nhwc = thread_buffer<char>(kChannelsLastX, src_md_.get_size());
+    char* x_nhwc = thread_buffer<char>(kConvInput, src_md_.get_size());
     int32_t* acc = thread_buffer<int32_t>(kSums, dst_md_.get_size());
     char* scratch = thread_buffer<char>(kScratchpad, scratchpad_md_.get_size());
     dnnl::stream stream(cpu_engine());
@@ -227,7 +228,7 @@ class ConvIntegerKernel final : public Kernel {
   // y = round(conv_f32(x - x_zero, w - w_zero)).
   Status run_f32(const char* x, int32_t xz, int32_t* y) const {
     const int64_t n_in = g_.n * g_.c * g_.h * g_.w, n_out = g_.n * g_.m * g_.oh * g_.ow;
-    float* xf = thread_buffer<float>(kChannelsLastX, static_cast<size_t>(n_in) * sizeof(float));
+    float* xf = thread_buffer<float>(kConvInput, static_cast<size_t>(n_in) * sizeof(float));
     float* acc = thread_buffer<float>(kSums, static_cast<size_t>(n_out) * sizeof(float));
     char* scratch = thread_buffer<char>(kScratchpad, scratchpad_md_.get_size());
     const bool parallel = n_in > (int64_t{1} << 15);
