@@ -127,17 +127,12 @@ int64_t elementwise_flops(const Node& node) {
 
 OpDef make_op(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
               ScalarExprFn scalar, std::string summary) {
-  OpDef def;
-  def.name = std::move(name);
+  // No reference kernel of its own: the generic one evaluates `scalar` with broadcasting.
+  OpDef def = op_record(std::move(name), min_inputs, max_inputs, kind, infer, nullptr, std::move(summary));
   def.min_opset = 11;
   def.max_opset = 17;
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.kind = kind;
-  def.infer = infer;
   def.scalar = scalar;
   def.flops = elementwise_flops;
-  def.summary = std::move(summary);
   return def;
 }
 
