@@ -6,6 +6,10 @@
 // MatMul with a constant 2-D B (B's columns, then Add(., b)). All math in double.
 // Only exact folds: the anchor's output feeds only the BN and is not a graph output, the BN and
 // anchor parameters are f32 constants. Every fold and every refusal is recorded.
+// A BN with constant parameters that no anchor can take (DenseNet's BN on a Concat of earlier
+// layers, a BN after a shared conv) becomes Mul(x, a) -> Add(., b) with [C, 1, ...] constants:
+// the reference BN kernel is replaced by ordinary broadcast ops, which region fusion merges with
+// the activation after them and the layout pass keeps blocked between convs.
 #include <cmath>
 
 #include "ops/op_def.h"
@@ -194,6 +198,45 @@ Status apply(Graph& graph, Node& anchor, Node& bn, Plan plan) {
   return Status::ok();
 }
 
+// Rewrites `bn` as Mul(x, a) -> Add(., b), a and b shaped [C, 1, ...] to broadcast along axis 1
+// of x. The Add's output keeps the BN output's name (it may be a graph output). Returns the Add.
+Result<Node*> lower_to_affine(Graph& graph, Node& bn, const Affine& affine) {
+  Value* x = bn.input(0);
+  std::vector<int64_t> dims(x->shape->size() - 1, 1);
+  dims[0] = static_cast<int64_t>(affine.a.size());
+  auto constant = [&](const std::vector<double>& v, const char* suffix) {
+    std::vector<float> f(v.begin(), v.end());
+    return graph.add_constant(bn.name() + suffix, Tensor::from_vector<float>(dims, f));
+  };
+  Value* a = constant(affine.a, "_scale");
+  Value* b = constant(affine.b, "_shift");
+  OPFUSE_ASSIGN_OR_RETURN(Node * mul, graph.add_node("Mul", {x, a}, {""}, {}, bn.name() + "_mul"));
+  OPFUSE_ASSIGN_OR_RETURN(Node * add, graph.add_node("Add", {mul->output(0), b}, {""}, {}, bn.name() + "_add"));
+  for (Node* node : {mul, add}) {
+    node->output(0)->dtype = bn.output(0)->dtype;
+    node->output(0)->shape = bn.output(0)->shape;
+  }
+  const std::string name = bn.output(0)->name();
+  OPFUSE_TRY(graph.rename_value(bn.output(0), graph.unique_value_name(name + "_bn")));
+  graph.replace_all_uses(bn.output(0), add->output(0));
+  OPFUSE_TRY(graph.remove_node(&bn));
+  OPFUSE_TRY(graph.rename_value(add->output(0), name));
+  return add;
+}
+
+// Why `bn` cannot become a per-channel Mul+Add (empty when it can); fills `affine`.
+Reason plan_affine(const Node& bn, Affine& affine) {
+  const Value* x = bn.input(0);
+  if (x->dtype != DType::kF32) return "dtype is not f32";
+  if (!x->shape || x->shape->size() < 2) return "input rank is unknown or below 2";
+  if (Reason why = bn_affine(bn, affine); !why.empty()) return why;
+  const Dim& channels = (*x->shape)[1];
+  if (!channels.is_known() || channels.value() != static_cast<int64_t>(affine.a.size())) {
+    return "input channels differ from the BN parameters'";
+  }
+  return {};
+}
+
 bool is_anchor(const Node* node) {
   if (node == nullptr || !node->domain().empty()) return false;
   const std::string& op = node->op_type();
@@ -226,27 +269,42 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
       refuse("training mode");
       continue;
     }
-    if (!is_anchor(anchor)) {
-      refuse("input is not produced by Conv, ConvTranspose, Gemm or MatMul");
+    if (!context.fusion.node_fusible(*bn)) {
+      refuse(context.fusion.node_refusal(*bn));
       continue;
     }
-    if (!context.fusion.node_fusible(*bn) || !context.fusion.node_fusible(*anchor)) {
-      refuse(context.fusion.node_fusible(*bn) ? context.fusion.node_refusal(*anchor)
-                                              : context.fusion.node_refusal(*bn));
-      continue;
-    }
+    Reason why;
     Plan plan;
-    if (Reason why = plan_fold(*anchor, *bn, plan); !why.empty()) {
-      refuse(why);
+    if (!is_anchor(anchor)) {
+      why = "input is not produced by Conv, ConvTranspose, Gemm or MatMul";
+    } else if (!context.fusion.node_fusible(*anchor)) {
+      why = context.fusion.node_refusal(*anchor);
+    } else {
+      why = plan_fold(*anchor, *bn, plan);
+    }
+    if (why.empty()) {
+      // The BN's pass over memory disappears: its input is no longer read, its output no longer
+      // written (the anchor writes the result directly).
+      decision.bytes_saved = value_bytes(bn->input(0)) + value_bytes(bn->output(0));
+      decision.applied = true;
+      decision.result = anchor->name();
+      OPFUSE_TRY(apply(graph, *anchor, *bn, std::move(plan)));
+      context.decide(std::move(decision));
+      changed = true;
       continue;
     }
-    // The BN's pass over memory disappears: its input is no longer read, its output no longer
-    // written (the anchor writes the result directly).
-    decision.bytes_saved = value_bytes(bn->input(0)) + value_bytes(bn->output(0));
-    decision.applied = true;
-    decision.result = anchor->name();
-    OPFUSE_TRY(apply(graph, *anchor, *bn, std::move(plan)));
-    context.decide(std::move(decision));
+    refuse(why);
+    PassDecision lowering{pass, str_cat(node_label(*bn), " as per-channel Mul+Add"), false, {}, pass, {bn->name()}, {}, 0};
+    Affine affine;
+    if (Reason cannot = plan_affine(*bn, affine); !cannot.empty()) {
+      lowering.reason = std::move(cannot);
+      context.decide(std::move(lowering));
+      continue;
+    }
+    OPFUSE_ASSIGN_OR_RETURN(Node * add, lower_to_affine(graph, *bn, affine));
+    lowering.applied = true;
+    lowering.result = add->name();
+    context.decide(std::move(lowering));
     changed = true;
   }
   // A MatMul fold appends its Add at the end of the node list.
