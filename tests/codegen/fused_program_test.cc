@@ -1,6 +1,7 @@
 // FusedProgram pieces with hand-computed expectations: index-map composition (affine and not),
-// element resolution through Pad/Concat/Gather, and the Highway backend on a hand-written
-// program with a row reduction.
+// element resolution through Pad/Concat/Gather, and the Highway backend on hand-written
+// programs: a row reduction, a per-channel constant of a blocked tensor (a periodic load), and
+// tables read as runs (Concat, Pad) or element by element (short runs).
 #include <gtest/gtest.h>
 
 #include "codegen/fused_program.h"
@@ -80,6 +81,78 @@ TEST(HwyBackendTest, RowReductionProgram) {
   for (int i = 0; i < 10; ++i) EXPECT_FLOAT_EQ(y0.data<float>()[i], want0[i]) << i;
   EXPECT_FLOAT_EQ(y1.data<float>()[0], 5);
   EXPECT_FLOAT_EQ(y1.data<float>()[1], 7);
+}
+
+// Runs `p` (one output, f32) on `inputs` and returns the output's values.
+std::vector<float> run_program(const FusedProgram& p, const std::vector<const Tensor*>& inputs) {
+  auto compiled = highway_backend().compile(p);
+  EXPECT_TRUE(compiled.is_ok()) << compiled.status().message();
+  if (!compiled.is_ok()) return {};
+  Tensor y = Tensor::zeros(DType::kF32, p.output_dims[0]).value();
+  std::vector<Tensor*> out = {&y};
+  EXPECT_TRUE((*compiled)->run(inputs, out).is_ok());
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
+}
+
+Tensor iota(const Ints& dims, float scale) {
+  Tensor t = Tensor::zeros(DType::kF32, dims).value();
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i % 1000) * scale - 3;
+  return t;
+}
+
+TEST(HwyBackendTest, PerChannelConstantOfABlockedTensor) {
+  // x[1,4,H,W,16] * a[1,4,1,1,16]: a repeats its 16 values of one channel block over H x W
+  // (a periodic load). H x W x 16 = 2304 / 1600 / 784 elements: tiles of 1024 that stay in one
+  // block, cross two, or see several (the group is shorter than a tile, read as a gather).
+  for (const Ints& hw : {Ints{12, 12}, Ints{10, 10}, Ints{7, 7}}) {
+    const Ints dims = {1, 4, hw[0], hw[1], 16};
+    FusedProgram p;
+    p.dims = dims;
+    p.input_dims = {dims, {1, 4, 1, 1, 16}};
+    p.output_dims = {dims};
+    p.loads.push_back(ProgramLoad{{0}, true, 0, {0, hw[0] * hw[1] * 16, hw[1] * 16, 16, 1}, {}, 0});
+    p.loads.push_back(ProgramLoad{{1}, true, 0, {0, 16, 0, 0, 1}, {}, 0});
+    p.code = {ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 0}, ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 1},
+              ProgramInstr{InstrKind::kOp, ScalarOp::kMul, 0, 1}};
+    p.stores = {{2, 0, false}};
+    const Tensor x = iota(dims, 0.01f), a = iota({1, 4, 1, 1, 16}, 0.1f);
+    const std::vector<float> y = run_program(p, {&x, &a});
+    ASSERT_EQ(static_cast<int64_t>(y.size()), x.numel());
+    const int64_t plane = hw[0] * hw[1] * 16;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float want = x.data<float>()[i] * a.data<float>()[(i / plane) * 16 + i % 16];
+      ASSERT_EQ(y[i], want) << "hw " << hw[0] << " element " << i;
+    }
+  }
+}
+
+TEST(HwyBackendTest, TablesAsRunsAndElementByElement) {
+  // out[i] = table entry i of three sources: long runs (a Concat's halves, a Pad's zero rows)
+  // and single elements (a Gather reading every other element backwards).
+  const int64_t n = 5000;
+  const Tensor s0 = iota({3000}, 1), s1 = iota({3000}, -1);
+  for (const char* kind : {"concat", "pad", "gather"}) {
+    FusedProgram p;
+    p.dims = {n};
+    p.input_dims = {{3000}, {3000}};
+    p.output_dims = {{n}};
+    ProgramLoad load{{0, 1}, false, 0, {}, {}, 0.5f};
+    std::vector<float> want;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t e = -1;
+      if (kind == std::string("concat")) e = i < 2000 ? i + 7 : (int64_t{1} << 48) | (i - 2000);
+      if (kind == std::string("pad")) e = (i / 100) % 3 == 0 ? -1 : i / 2;
+      if (kind == std::string("gather")) e = 2 * ((n - i) % 1500);
+      load.table.push_back(e);
+      want.push_back(e < 0 ? 0.5f : ((e >> 48) ? s1 : s0).data<float>()[e & ((int64_t{1} << 48) - 1)]);
+    }
+    p.loads.push_back(std::move(load));
+    p.code = {ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 0}, ProgramInstr{InstrKind::kOp, ScalarOp::kNeg, 0}};
+    p.stores = {{1, 0, false}};
+    const std::vector<float> y = run_program(p, {&s0, &s1});
+    ASSERT_EQ(static_cast<int64_t>(y.size()), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], -want[i]) << kind << " element " << i;
+  }
 }
 
 TEST(HwyBackendTest, MalformedProgramIsAnInternalError) {

@@ -6,7 +6,11 @@
 // per-row broadcasts can be read in place). Loads are classified once at compile time: same
 // layout as the iteration space (read in place), a splat (filled once per thread), per-row
 // contiguous or per-row splat (when tiles stay inside a row), general strides (gathered), or a
-// table (Pad/Concat/Gather). OpenMP splits the tiles (dynamic schedule: the host is shared and
+// table (Pad/Concat/Gather). A strided load that repeats a short contiguous pattern across a
+// tile (a per-channel constant of a blocked nChw16c tensor: its 16 values, over H x W) is
+// periodic: its tile buffer is filled once and reused while the pattern stays the same. A table whose offsets mostly run on by one (a Concat's sources, a
+// Pad's rows) is kept as runs instead: a tile inside one run reads the source in place, others
+// copy their runs; only tables of short runs (a Gather) are read element by element. OpenMP splits the tiles (dynamic schedule: the host is shared and
 // a descheduled thread would stall a static split).
 //
 // Register mode (programs without reductions, i.e. everything elementwise/broadcast/injective):
@@ -251,7 +255,48 @@ constexpr int64_t kParallelThreshold = int64_t{1} << 15;
 constexpr int64_t kStreamBytes = int64_t{32} << 20;
 constexpr int64_t kOffsetMask = (int64_t{1} << 48) - 1;
 
-enum class LoadMode { kContiguous, kSplat, kRowPointer, kRowSplat, kGather, kTable };
+enum class LoadMode { kContiguous, kSplat, kRowPointer, kRowSplat, kGather, kPeriodic, kTable, kRuns };
+
+// A strided load that repeats, along the flat iteration space, `period` consecutive source
+// elements (the dims after the last broadcast dim, read contiguously) for `group` elements
+// (those dims and the broadcast dims just before them); zero when the load is not like that.
+struct Periodicity {
+  int64_t period = 0, group = 0;
+};
+
+Periodicity periodicity(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  int64_t q = static_cast<int64_t>(dims.size()) - 1;
+  while (q >= 0 && (dims[q] == 1 || strides[q] != 0)) --q;
+  if (q < 0) return {};
+  int64_t period = 1;
+  for (size_t j = dims.size(); j-- > static_cast<size_t>(q) + 1;) {
+    if (dims[j] > 1 && strides[j] != period) return {};
+    period *= dims[j];
+  }
+  int64_t group = period;
+  for (; q >= 0 && (dims[q] == 1 || strides[q] == 0); --q) group *= dims[q];
+  return {period, group};
+}
+
+// A stretch of a table load whose elements read consecutive offsets of one source (or the pad
+// value): from flat index `start` to the next run's start.
+struct TableRun {
+  int64_t start;
+  int64_t entry;  // the first element's table entry (source << 48 | offset), or -1: pad
+};
+// Tables average at least this many elements per run to be kept as runs.
+constexpr int64_t kMinMeanRun = 16;
+
+std::vector<TableRun> table_runs(const std::vector<int64_t>& table) {
+  std::vector<TableRun> runs;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const int64_t e = table[i];
+    const bool continues = i > 0 && (e < 0 ? table[i - 1] < 0 : table[i - 1] >= 0 && e == table[i - 1] + 1);
+    if (!continues) runs.push_back({static_cast<int64_t>(i), e});
+  }
+  runs.push_back({static_cast<int64_t>(table.size()), -1});  // sentinel: the end of the last run
+  return runs;
+}
 
 class HwyProgram final : public CompiledProgram {
  public:
@@ -286,7 +331,17 @@ class HwyProgram final : public CompiledProgram {
         mode = splat ? LoadMode::kSplat : contiguous ? LoadMode::kContiguous : LoadMode::kGather;
         any_strided |= mode == LoadMode::kGather;
       }
+      std::vector<TableRun> runs;
+      if (mode == LoadMode::kTable) {
+        runs = table_runs(l.table);
+        if (static_cast<int64_t>(runs.size() - 1) * kMinMeanRun <= numel_) mode = LoadMode::kRuns;
+      }
       modes_.push_back(mode);
+      runs_.push_back(mode == LoadMode::kRuns ? std::move(runs) : std::vector<TableRun>{});
+    }
+    // Tables kept as runs are not read again.
+    for (size_t k = 0; k < p_.loads.size(); ++k) {
+      if (modes_[k] == LoadMode::kRuns) std::vector<int64_t>().swap(p_.loads[k].table);
     }
     row_tiles_ = p_.row_mode || (any_strided && inner >= kRowAlignedMin);
     if (p_.row_mode) {
@@ -305,6 +360,17 @@ class HwyProgram final : public CompiledProgram {
         const int64_t last = p_.loads[k].strides.back();
         if (last == 1) modes_[k] = LoadMode::kRowPointer;
         if (last == 0) modes_[k] = LoadMode::kRowSplat;
+      }
+    }
+    // Flat tiles: a periodic load whose pattern holds for at least a tile is filled once per
+    // pattern; shorter groups would refill every tile, no better than the gather.
+    periodic_.assign(p_.loads.size(), {});
+    for (size_t k = 0; k < p_.loads.size() && !row_tiles_; ++k) {
+      if (modes_[k] != LoadMode::kGather) continue;
+      const Periodicity pattern = periodicity(p_.dims, p_.loads[k].strides);
+      if (pattern.period > 0 && pattern.group >= tile_len_) {
+        modes_[k] = LoadMode::kPeriodic;
+        periodic_[k] = pattern;
       }
     }
     // Stores: an op stored once per element writes into the output directly.
@@ -542,8 +608,29 @@ class HwyProgram final : public CompiledProgram {
         }
         return buf;
       }
+      case LoadMode::kPeriodic: {
+        const auto [period, group] = periodic_[li];
+        if (start / group == (start + n - 1) / group) {
+          // The tile's buffer holds the pattern from this phase on, for a whole tile.
+          const int64_t phase = start % period;
+          const int64_t from = offset_of(l, start - phase);
+          const int64_t key = from * period + phase;
+          if (splat_at != key) {
+            const int64_t head = std::min(period - phase, tile_len_);
+            std::memcpy(buf, src + from + phase, static_cast<size_t>(head) * sizeof(float));
+            std::memcpy(buf + head, src + from, static_cast<size_t>(std::min(phase, tile_len_ - head)) * sizeof(float));
+            for (int64_t filled = std::min(period, tile_len_); filled < tile_len_; filled *= 2) {
+              std::memcpy(buf + filled, buf, static_cast<size_t>(std::min(filled, tile_len_ - filled)) * sizeof(float));
+            }
+            splat_at = key;
+          }
+          return buf;
+        }
+        [[fallthrough]];  // a tile across two patterns
+      }
       case LoadMode::kGather:
         gather_strided(p_.dims, l.strides, l.base, start, n, buf, coords, [src](int64_t e) { return src[e]; }, src);
+        if (modes_[li] == LoadMode::kPeriodic) splat_at = -1;
         return buf;
       case LoadMode::kTable: {
         const int64_t* table = l.table.data() + start;
@@ -554,6 +641,26 @@ class HwyProgram final : public CompiledProgram {
           } else {
             buf[i] = inputs[l.sources[e >> 48]]->data<float>()[e & kOffsetMask];
           }
+        }
+        return buf;
+      }
+      case LoadMode::kRuns: {
+        const std::vector<TableRun>& runs = runs_[li];
+        auto run = std::upper_bound(runs.begin(), runs.end(), start,
+                                    [](int64_t s, const TableRun& r) { return s < r.start; }) - 1;
+        const int64_t end = start + n;
+        const auto source_at = [&](int64_t entry, int64_t skip) {
+          return inputs[l.sources[entry >> 48]]->data<float>() + (entry & kOffsetMask) + skip;
+        };
+        if (run->entry >= 0 && end <= (run + 1)->start) return source_at(run->entry, start - run->start);
+        for (int64_t i = start; i < end; ++run) {
+          const int64_t stop = std::min(end, (run + 1)->start);
+          if (run->entry < 0) {
+            std::fill(buf + (i - start), buf + (stop - start), l.pad_value);
+          } else {
+            std::memcpy(buf + (i - start), source_at(run->entry, i - run->start), static_cast<size_t>(stop - i) * sizeof(float));
+          }
+          i = stop;
         }
         return buf;
       }
@@ -570,6 +677,8 @@ class HwyProgram final : public CompiledProgram {
   std::vector<uint8_t> store_written_;
   std::vector<ExecInstr> code_;
   std::vector<LoadMode> modes_;
+  std::vector<std::vector<TableRun>> runs_;  // per load: its table's runs (kRuns)
+  std::vector<Periodicity> periodic_;        // per load: its pattern (kPeriodic)
   std::vector<int> direct_;
   std::vector<int> slot_;
   int num_slots_ = 0;
