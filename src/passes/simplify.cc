@@ -204,6 +204,18 @@ bool cast_chain_rule(Graph& graph, Node& node) {
   return true;
 }
 
+// ---- Pad ------------------------------------------------------------------------------------
+
+// No element added or removed in any mode (an exporter's placeholder Pad before a pool).
+bool pad_zero_rule(Graph& graph, Node& node) {
+  const Tensor* pads = constant_data(node.input(1));
+  if (pads == nullptr) return false;
+  for (int64_t p : pads->to_int_vector()) {
+    if (p != 0) return false;
+  }
+  return forward(graph, node, node.input(0));
+}
+
 // ---- Squeeze / Unsqueeze -------------------------------------------------------------------
 
 // The node's constant axes normalised against `rank`, sorted; nullopt if unknown, invalid or
@@ -257,6 +269,7 @@ const std::vector<Rule>& rules() {
        reshape_chain_rule},
       {"Cast", "Cast(x, dtype(x)) -> x", cast_same_rule},
       {"Cast", "Cast(Cast(x, a), b) -> Cast(x, b) when x -> a is exact", cast_chain_rule},
+      {"Pad", "Pad(x, all-zero pads) -> x", pad_zero_rule},
       {"Squeeze", "Squeeze(Unsqueeze(x, axes), axes) -> x", squeeze_unsqueeze_rule},
       {"Unsqueeze", "Unsqueeze(Squeeze(x, axes), axes) -> x", unsqueeze_squeeze_rule},
   };
