@@ -8,6 +8,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "kernels/omp_threads.h"
 #include "ops/op_def.h"
 #include "runtime/non_finite.h"
 
@@ -26,6 +27,8 @@ CompiledPlan::~CompiledPlan() = default;
 
 Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<const Graph> graph,
                                                             const CompileOptions& options) {
+  // Kernels are created under the run's thread count (omp_threads.h).
+  ScopedOmpThreads threads(options.threads);
   std::unique_ptr<CompiledPlan> plan(new CompiledPlan());
   plan->graph_ = std::move(graph);
   plan->threads_ = options.threads;

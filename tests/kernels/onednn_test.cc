@@ -461,6 +461,31 @@ TEST(OneDnnConcurrency, FourThreadsOneKernel) {
                    {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}}, {0});
 }
 
+// A primitive too small to pay for waking a second thread is created and run on one; larger ones
+// use the caller's count. Either way its result is the reference's.
+TEST(OneDnnThreads, SmallWorkRunsOnOneThread) {
+  std::mt19937 gen(44);
+  // 2*8*8*4*4*9 = 18 kFLOP, and 2*64*64*56*56*9 = 231 MFLOP: on either side of the limit on
+  // every tier (1.5-3 MFLOP).
+  auto small = make_node("Conv", {in(random_tensor({1, 8, 4, 4}, gen)), cst(random_tensor({8, 8, 3, 3}, gen))},
+                         conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 1));
+  auto large = make_node("Conv", {in(random_tensor({1, 64, 56, 56}, gen)), cst(random_tensor({64, 64, 3, 3}, gen))},
+                         conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 1));
+  EXPECT_EQ(onednn::threads_for_work(*small->node), 1);
+  EXPECT_EQ(onednn::threads_for_work(*large->node), 0);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for (const auto* n : {small.get(), large.get()}) {
+    auto k = create_kernel(n->context());
+    ASSERT_TRUE(k.is_ok()) << k.status().message();
+    EXPECT_EQ((*k)->name(), "onednn.conv");
+    const std::vector<Tensor> expected = run_kernel(*make_reference_kernel(*n->node), *n);
+    EXPECT_LE(max_rel_diff(run_kernel(**k, *n), expected), 1e-5);
+    EXPECT_EQ(omp_get_max_threads(), 2) << "the caller's thread count is restored";
+  }
+  omp_set_num_threads(saved);
+}
+
 // ------------------------------------------------------------------ ONNX backend node tests
 
 // The ONNX conformance cases of these ops, with every input after X given as compile-time

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "kernels/omp_threads.h"
 #include "kernels/target_caps.h"
+#include "ops/op_def.h"
 
 namespace opfuse::onednn {
 namespace {
@@ -137,10 +139,25 @@ void add_layout_reorders(PrimitivePlan& plan, const dnnl::memory::desc& plain_sr
   if (pd_dst != plain_dst) plan.dst_reorder = make(pd_dst, plain_dst, pd_dst);
 }
 
+// Below this many FLOPs per vector byte of the target, an op runs on one thread: measured on
+// Zen 5 (AVX-512, 2 cores) over the convs of fr_landmark/fr_eye/fr_gender/ppocr_cls/MobileNetV2
+// at 1 and 2 threads, waking the second thread costs ~5 us, so convs under 2 MFLOP were 1.2-6x
+// faster on one thread and two threads won from ~4 MFLOP (~20 us on one core). The crossover is
+// a time, so it scales with the per-core FLOP rate: half the FLOPs on 32-byte vectors.
+constexpr double kSerialFlopsPerVectorByte = 3e6 / 64;
+
+int threads_for_work(const Node& node) {
+  if (node.def().flops == nullptr) return 0;
+  const double flops = static_cast<double>(node.def().flops(node));
+  return flops > 0 && flops < kSerialFlopsPerVectorByte * active_target().vector_bytes() ? 1 : 0;
+}
+
 Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& node,
                                             const std::function<PrimitivePlan()>& build) {
   try {
-    return std::unique_ptr<Kernel>(std::make_unique<OneDnnKernel>(name, node, build()));
+    const int threads = threads_for_work(node);
+    ScopedOmpThreads scoped(threads);
+    return std::unique_ptr<Kernel>(std::make_unique<OneDnnKernel>(name, node, build(), threads));
   } catch (const dnnl::error& e) {
     return Status::internal_error(
         str_cat(node.describe(), ": oneDNN kernel ", name, " could not be created: ", e.what()));
@@ -218,6 +235,7 @@ Status OneDnnKernel::run(std::span<const Tensor* const> inputs,
     args[DNNL_ARG_WEIGHTS] = wrap(packed.get_desc(), scaled);
   }
   dnnl::stream& stream = thread_stream();
+  ScopedOmpThreads scoped(threads_);
   try {
     auto with_scratchpad = [&](std::unordered_map<int, dnnl::memory> a,
                                const dnnl::memory::desc& md) {

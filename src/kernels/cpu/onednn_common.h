@@ -107,8 +107,9 @@ struct PrimitivePlan {
 // stream and scratch buffer, so concurrent runs on different buffers are safe.
 class OneDnnKernel final : public Kernel {
  public:
-  OneDnnKernel(std::string_view name, const Node& node, PrimitivePlan plan)
-      : name_(name), node_(node), plan_(std::move(plan)), impl_(impl_info()) {}
+  // threads: the OpenMP threads the primitive was created for and runs with (0: the caller's).
+  OneDnnKernel(std::string_view name, const Node& node, PrimitivePlan plan, int threads)
+      : name_(name), node_(node), plan_(std::move(plan)), impl_(impl_info()), threads_(threads) {}
   Status run(std::span<const Tensor* const> inputs,
              std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return name_; }
@@ -122,6 +123,7 @@ class OneDnnKernel final : public Kernel {
   const Node& node_;
   PrimitivePlan plan_;
   std::string impl_;  // impl_info(), read once
+  int threads_;
 };
 
 // Whether oneDNN chose its reference loops (100-1500x slower than its jit kernels) for `pd`.
@@ -145,7 +147,12 @@ void add_layout_reorders(PrimitivePlan& plan, const dnnl::memory::desc& plain_sr
                          const dnnl::memory::desc& pd_src, const dnnl::memory::desc& plain_dst,
                          const dnnl::memory::desc& pd_dst);
 
-// Wraps a finished plan into a kernel; catches dnnl errors raised while building it.
+// The OpenMP threads a primitive for `node` should be created and run with: 1 when its work is
+// too small to pay for waking another thread, else 0 (the caller's count).
+int threads_for_work(const Node& node);
+
+// Wraps a finished plan into a kernel; catches dnnl errors raised while building it. The plan
+// is built, and the kernel runs, with threads_for_work(node) threads.
 Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& node,
                                             const std::function<PrimitivePlan()>& build);
 
