@@ -184,6 +184,11 @@ struct OpDef {
   const AttrSpec* find_attr(const std::string& attr_name) const;
 };
 
+// OpTraits::finite_preserving of this node: its op's trait, or a Div by a constant whose every
+// value is finite with magnitude at least 1 (hardswish's x / 6), which cannot turn finite values
+// into Inf or NaN.
+bool is_finite_preserving(const Node& node);
+
 // The fields every op record sets (one output; a family adds attributes, traits, opsets ...).
 OpDef op_record(std::string name, int min_inputs, int max_inputs, FusionKind kind, InferFn infer,
                 KernelFn reference, std::string summary);

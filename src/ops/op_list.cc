@@ -1,5 +1,6 @@
 #include "ops/op_list.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -23,6 +24,19 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     "FromBlocked", "Reblock", "SkipLayerNormalization"};
 
 }  // namespace
+
+bool is_finite_preserving(const Node& node) {
+  if (node.def().traits.finite_preserving) return true;
+  if (!node.domain().empty() || node.op_type() != "Div" || node.inputs().size() != 2) return false;
+  const Value* divisor = node.input(1);
+  const Tensor* t = divisor != nullptr && divisor->is_constant() ? divisor->constant() : nullptr;
+  if (t == nullptr || !is_float(t->dtype())) return false;
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    const double v = t->get_double(i);
+    if (!std::isfinite(v) || std::abs(v) < 1) return false;
+  }
+  return true;
+}
 
 std::vector<OpDef> builtin_ops() {
   std::vector<OpDef> all;

@@ -411,7 +411,7 @@ class LayoutPass {
       return std::optional<Plan>();
     }
     const int64_t c = (*y)[1];
-    if (padded(c) && !node.def().traits.finite_preserving) return std::optional<Plan>();
+    if (padded(c) && !is_finite_preserving(node)) return std::optional<Plan>();
     bool any_blocked = false;
     for (const Value* in : node.inputs()) any_blocked |= in != nullptr && blocked(in) != nullptr;
     if (!any_blocked) return std::optional<Plan>();

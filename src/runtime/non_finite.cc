@@ -46,7 +46,7 @@ std::unordered_set<const Value*> values_that_may_be_non_finite(const Graph& grap
   }
   std::unordered_set<const Value*> checked_constants;
   for (const Node* node : graph.nodes()) {
-    bool may = !node->def().traits.finite_preserving;
+    bool may = !is_finite_preserving(*node);
     for (const Value* in : node->inputs()) {
       if (in == nullptr) continue;
       if (in->is_constant() && checked_constants.insert(in).second && !all_finite(*in->constant())) out.insert(in);

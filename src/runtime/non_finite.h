@@ -15,8 +15,8 @@ namespace opfuse {
 
 // The values that may hold NaN or Inf: graph inputs unless `inputs_finite`, constants holding
 // one, and the outputs of nodes reading such a value or whose op can make a non-finite value
-// from finite ones (Div, Log, Sqrt, Exp, Pow, Reciprocal, casts, custom ops ...: every op whose
-// record lacks OpTraits::finite_preserving).
+// from finite ones (Div, Log, Sqrt, Exp, Pow, Reciprocal, casts, custom ops ...: every node that
+// is not is_finite_preserving, ops/op_def.h).
 std::unordered_set<const Value*> values_that_may_be_non_finite(const Graph& graph, bool inputs_finite);
 
 // Whether every element of `tensor` is finite (tensors of integers and bools always are).

@@ -175,7 +175,8 @@ TEST(NonFinitePlanTest, FiniteInputsClampInsideTheLibraryKernel) {
 }
 
 // What may hold NaN or Inf when the inputs are finite: what a Log makes and everything after it,
-// and what a constant holding NaN reaches; not what finite-preserving ops make of finite values.
+// and what a constant holding NaN reaches, and divisions but those by constants of magnitude at
+// least 1; not what finite-preserving ops make of finite values.
 TEST(NonFinitePlanTest, AnalysisFollowsOpsThatCanMakeNaN) {
   auto g = parse_graph(R"(graph @main opset 13 (%x: f32[4]) {
   %bad: f32[4] = const [1, nan, 2, 3]
@@ -184,7 +185,12 @@ TEST(NonFinitePlanTest, AnalysisFollowsOpsThatCanMakeNaN) {
   %b: f32[4] = Add(%l, %x) #after_log
   %c: f32[4] = Mul(%a, %bad) #nan_const
   %d: f32[4] = Sigmoid(%a) #fine
-  return %b, %c, %d
+  %six: f32[] = const [6]
+  %half: f32[] = const [-0.5]
+  %e: f32[4] = Div(%a, %six) #div_by_six
+  %f: f32[4] = Div(%a, %half) #div_by_half_may_overflow
+  %g: f32[4] = Div(%a, %x) #div_by_activation
+  return %b, %c, %d, %e, %f, %g
 })");
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   const auto finite = values_that_may_be_non_finite(*g, true);
@@ -194,6 +200,9 @@ TEST(NonFinitePlanTest, AnalysisFollowsOpsThatCanMakeNaN) {
   EXPECT_TRUE(may("b"));
   EXPECT_TRUE(may("c"));
   EXPECT_FALSE(may("d"));
+  EXPECT_FALSE(may("e"));
+  EXPECT_TRUE(may("f"));
+  EXPECT_TRUE(may("g"));
   EXPECT_TRUE(values_that_may_be_non_finite(*g, false).count(g->find_value("a")) > 0);
 }
 
