@@ -16,8 +16,9 @@
 // blocked value that holds the same data (`blocked_`):
 //  - Conv / opfuse::FusedConv (2-d, f32, static shapes, constant weights, group 1 or depthwise,
 //    an epilogue oneDNN can run) become opfuse::BlockedConv: they start blocked regions. X is
-//    read blocked when it has a blocked form, plain when it has few channels (a first conv on an
-//    image: oneDNN reads nchw there directly), else through a ToBlocked.
+//    read plain when it has few channels and no blocked node computed it (a first conv on an
+//    image: oneDNN reads nchw there directly), else blocked when it has a blocked form, else
+//    through a ToBlocked.
 //  - Followers join a region only when one of their data inputs is blocked already, so no
 //    reorder is added for them: MaxPool / AveragePool (a 3-d pool whose last window axis is
 //    trivial), GlobalAveragePool / GlobalMaxPool (the same with the whole H x W window),
@@ -281,7 +282,9 @@ class LayoutPass {
     p.attrs["block"] = AttrValue(block_);
     Value* xin = node.input(0);
     // oneDNN's first-conv kernel reads nchw into nChw<b>c; channels-last convs want nhwc input.
-    x_plain_ = !blocked(xin) && c <= kPlainInputChannels;
+    // Plain is read whenever it exists without a reorder: also when another conv read the same
+    // image in another layout (a ToBlocked of it), never when a blocked node produced it.
+    x_plain_ = !produced_blocked_.count(xin) && c <= kPlainInputChannels;
     if (x_plain_ && block_ != 0) {
       p.inputs.push_back(xin);
     } else {
@@ -481,6 +484,7 @@ class LayoutPass {
     plain->shape = make_shape(plan.out_dims);
     graph_.replace_all_uses(hold, plain);
     blocked_[plain] = {yb, plan.out_channels, block_};
+    produced_blocked_.insert(plain);
     PassDecision d;
     d.pass = std::string(kPass);
     d.rule = std::string(kPass);
@@ -505,6 +509,7 @@ class LayoutPass {
     }
     const Value* out = node.output(0);
     blocked_[out] = {const_cast<Value*>(out), plan.out_channels, block_};
+    produced_blocked_.insert(out);
     tensor_index_[out] = static_cast<int>(dry_->tensors.size());
     dry_->tensors.push_back({index, {}, plan.out_dims});
     return Status::ok();
@@ -521,6 +526,7 @@ class LayoutPass {
   bool x_plain_ = false;               // dry run: the conv being planned reads nchw when blocked
   std::unordered_map<const Value*, int> tensor_index_;
   std::unordered_map<const Value*, BlockedValue> blocked_;
+  std::unordered_set<const Value*> produced_blocked_;  // plain values a blocked node computes
   std::map<std::pair<const Value*, int64_t>, Value*> forms_;  // Reblocks / ToBlockeds by layout
   std::unordered_map<std::string, Value*> constants_;
 };

@@ -226,6 +226,41 @@ TEST(LayoutChoicePassTest, NhwcTailNeedsOneReorder) {
   EXPECT_EQ(l.reblocks, 1);
 }
 
+// Two convs read the same 3-channel image, one on nhwc (a ToBlocked of the image) and one on
+// nChw16c: the blocked one reads the image itself (oneDNN's first-conv kernel), not a Reblock of
+// the nhwc copy (fr_gender: an 80 us reorder with padded channels).
+TEST(LayoutChoicePassTest, BlockedConvReadsAnImageOtherConvsReadOnNhwc) {
+  FakeTimer timer;
+  timer.conv["on_nhwc"] = {1.0, 0.5};
+  timer.conv["on_blocked"] = {0.5, 1.0};
+  auto g = parse_graph(R"(graph @main opset 13 (%x: f32[1,3,12,12]) {
+  %w1: f32[16,3,3,3] = const splat 0.125
+  %w2: f32[16,3,3,3] = const splat 0.25
+  %a: f32[1,16,12,12] = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #on_nhwc
+  %b: f32[1,16,12,12] = Conv(%x, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #on_blocked
+  %s: f32[1,16,12,12] = Add(%a, %b)
+  return %s
+})");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  PipelineOptions options;
+  options.verify_after_each = true;
+  options.passes = std::vector<std::string>{"layout", "dce"};
+  options.layout_timer = borrowed(timer);
+  PassContext ctx;
+  ctx.target.isa = IsaTier::kAvx512Core;
+  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
+  const Node* nhwc = g->find_node("on_nhwc");
+  const Node* blocked = g->find_node("on_blocked");
+  ASSERT_TRUE(nhwc && blocked);
+  EXPECT_EQ(std::get<int64_t>(nhwc->attrs.at("block")), 0);
+  EXPECT_EQ(nhwc->input(0)->producer()->op_type(), "ToBlocked");
+  EXPECT_EQ(std::get<int64_t>(blocked->attrs.at("block")), 16);
+  EXPECT_EQ(blocked->input(0)->name(), "x");
+  for (const Node* n : g->nodes()) {
+    if (n->op_type() == "Reblock") EXPECT_NE(n->input(0), nhwc->input(0)) << "the image is reordered twice";
+  }
+}
+
 // The passes cannot create kernels (they sit below the kernel layer): asked to measure without a
 // timer from above, the layout pass says so instead of silently estimating.
 TEST(LayoutChoicePassTest, MeasuringWithoutATimerIsAnError) {
