@@ -193,6 +193,9 @@ TEST(GemvConv, SqueezeExcitationConvsMatchTheReference) {
   silu["epilogue"] = std::vector<std::string>{"sigmoid_mul"};
   check("FusedConv", {in(random_f32({1, 1152, 1, 1}, gen)), cst(random_f32({48, 1152, 1, 1}, gen)), cst(random_f32({48}, gen))},
         silu, "cpu.gemv", "EfficientNet's squeeze, SiLU");
+  Attributes one_d = {{"kernel_shape", Ints{1}}, {"epilogue", std::vector<std::string>{"sigmoid"}}};
+  check("FusedConv", {in(random_f32({1, 64, 1}, gen)), cst(random_f32({1, 64, 1}, gen)), cst(random_f32({1}, gen))},
+        one_d, "cpu.gemv", "1-d at one position (Silero VAD's decoder head), sigmoid");
   Attributes blocked = k1;
   blocked["block"] = int64_t{16};
   blocked["epilogue"] = std::vector<std::string>{"sigmoid"};

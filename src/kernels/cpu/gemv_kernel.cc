@@ -131,7 +131,8 @@ std::optional<GemvPlan> single_row(std::optional<GemvPlan> plan) {
   return plan && plan->m == 1 ? plan : std::nullopt;
 }
 
-// Conv / opfuse::FusedConv / opfuse::BlockedConv with a 1x1 kernel over a 1x1 map, batch 1,
+// Conv / opfuse::FusedConv / opfuse::BlockedConv with a 1x1 (or 1) kernel over a 1x1 map (or one
+// position), batch 1,
 // one group, no padding, constant weights and bias: Y = W X + B, the squeeze-excitation convs of
 // MobileNetV3 and EfficientNet (oneDNN's conv spent ~20 us per call on these few KB). At this
 // size X and Y hold their channels in order whatever the layout (plain [1,C,1,1], nChw16c
@@ -144,11 +145,18 @@ std::optional<GemvPlan> conv_plan(const KernelCompileContext& ctx, bool fused) {
   const auto x = hwy_cpu::static_dims_of(node.input(0));
   const auto w = hwy_cpu::static_dims_of(node.input(1));
   const auto y = hwy_cpu::static_dims_of(node.output(0));
+  // [1, C, 1] (1-d), [1, C, 1, 1], or blocked [1, Cb, 1, 1, b] / [1, 1, 1, 1, C].
   auto single_pixel = [](const std::optional<Dims>& d) {
-    return d && (d->size() == 4 || d->size() == 5) && (*d)[0] == 1 && (*d)[2] == 1 && (*d)[3] == 1;
+    if (!d || d->size() < 3 || d->size() > 5 || (*d)[0] != 1) return false;
+    const size_t spatial_end = d->size() == 5 ? 4 : d->size();
+    for (size_t i = 2; i < spatial_end; ++i) {
+      if ((*d)[i] != 1) return false;
+    }
+    return true;
   };
-  if (!single_pixel(x) || !single_pixel(y) || !w || w->size() != 4 || (*w)[2] != 1 || (*w)[3] != 1) {
-    return std::nullopt;
+  if (!single_pixel(x) || !single_pixel(y) || !w || (w->size() != 3 && w->size() != 4)) return std::nullopt;
+  for (size_t i = 2; i < w->size(); ++i) {
+    if ((*w)[i] != 1) return std::nullopt;
   }
   const AttrReader attrs(node);
   if (attrs.get_int("group") != 1) return std::nullopt;
@@ -158,7 +166,7 @@ std::optional<GemvPlan> conv_plan(const KernelCompileContext& ctx, bool fused) {
     }
   }
   const int64_t oc = (*w)[0], ic = (*w)[1], kp = numel_of(*x), np = numel_of(*y);
-  if (oc <= 0 || ic <= 0 || kp < ic || np < oc || (x->size() == 4 && kp != ic) || (y->size() == 4 && np != oc)) {
+  if (oc <= 0 || ic <= 0 || kp < ic || np < oc || (x->size() != 5 && kp != ic) || (y->size() != 5 && np != oc)) {
     return std::nullopt;
   }
   const Tensor* weights = f32_constant(ctx, 1, *w);

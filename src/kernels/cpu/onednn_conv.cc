@@ -87,6 +87,14 @@ std::optional<ConvGeometry> conv_geometry_for(const KernelCompileContext& ctx,
     g.pad_r.push_back(pad_r);
     if (k != 1 || s != 1 || dim->pad_begin != 0 || pad_r != 0) g.pointwise = false;
   }
+  g.x_prim = g.x, g.w_prim = g.w, g.y_prim = g.y;
+  if (spatial == 1 && !transpose) {
+    for (Dims* d : {&g.x_prim, &g.w_prim, &g.y_prim}) d->insert(d->begin() + 2, 1);
+    g.strides.insert(g.strides.begin(), 1);
+    g.dilations.insert(g.dilations.begin(), 0);
+    g.pad_l.insert(g.pad_l.begin(), 0);
+    g.pad_r.insert(g.pad_r.begin(), 0);
+  }
   return g;
 }
 
@@ -95,12 +103,12 @@ PrimitivePlan build_conv_plan(const KernelCompileContext& ctx, const ConvGeometr
   using dnnl::convolution_forward;
   const int64_t m = g.w[0];
   // ONNX's [M, C/g, k...] is oneDNN's grouped [g, M/g, C/g, k...] with the same memory order.
-  Dims w_dims = g.w;
+  Dims w_dims = g.w_prim;
   if (g.group > 1) {
     w_dims[0] = m / g.group;
     w_dims.insert(w_dims.begin(), g.group);
   }
-  const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
+  const dnnl::memory::desc x_md = plain_desc(g.x_prim), y_md = plain_desc(g.y_prim);
   const dnnl::memory::desc b_md = g.has_bias ? plain_desc({m}) : dnnl::memory::desc();
   const dnnl::primitive_attr attr = make_attr(post_ops);
   auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
@@ -158,12 +166,12 @@ using PostOps = std::vector<PostOp>;
 std::optional<PrimitivePlan> in_primitive_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
                                                std::span<const PostOp> head) {
   int residual = -1;
-  const auto ops = make_post_ops(head, plain_desc(g.y), residual);
+  const auto ops = make_post_ops(head, plain_desc(g.y_prim), residual);
   if (!ops) return std::nullopt;
   auto plan = try_dnnl<PrimitivePlan>([&] { return build_conv_plan(ctx, g, *ops); });
   if (plan && residual >= 0) {
     plan->bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3, g.y,
-                              plain_desc(g.y), {}});
+                              plain_desc(g.y_prim), {}});
   }
   return plan;
 }
