@@ -33,7 +33,8 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   plan->graph_ = std::move(graph);
   plan->threads_ = options.threads;
   OPFUSE_TRY(plan->assign_slots(options));
-  const std::vector<bool> dropped = plan->plan_concat_in_place();
+  std::vector<bool> dropped = plan->plan_concat_in_place();
+  plan->plan_split_in_place(dropped);
   plan->plan_in_place(dropped);
   // Steps are numbered in buffers_' lifetimes as they were before any was dropped: the plan
   // only compares those numbers, so the gaps do not matter.
@@ -234,6 +235,58 @@ std::vector<bool> CompiledPlan::plan_concat_in_place() {
     dropped[s] = true;
   }
   return dropped;
+}
+
+// A Split whose every dim before the axis is 1 cuts its input into consecutive byte ranges:
+// output i is [offset_i, offset_i + bytes_i) of the input. When the input is a whole arena
+// buffer and each output a whole buffer of its own, the outputs become slabs of the input's
+// buffer and the Split runs no kernel (ShuffleNet's channel split in every unit). The input's
+// buffer then lives until the last reader of any part. Outputs already taken by an in-place
+// Concat, graph outputs and misaligned slabs keep their copies.
+void CompiledPlan::plan_split_in_place(std::vector<bool>& dropped) {
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
+    const Node& node = *step.node;
+    if (dropped[s] || node.op_type() != "Split" || !node.domain().empty() || step.inputs.empty() || step.inputs[0] < 0) {
+      continue;
+    }
+    const Slot& in = slots_[step.inputs[0]];
+    if (in.kind != SlotKind::kArena || in.byte_offset != 0 || slot_bytes(in) != buffers_[in.index].bytes) continue;
+    const int64_t rank = static_cast<int64_t>(in.dims.size());
+    int64_t axis = AttrReader(node).get_int("axis");
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    if (!std::all_of(in.dims.begin(), in.dims.begin() + axis, [](int64_t d) { return d == 1; })) continue;
+    std::vector<int> buffers;
+    bool whole_buffers = true;
+    int64_t total = 0;
+    for (int o : step.outputs) {
+      const Slot* slot = o >= 0 ? &slots_[o] : nullptr;
+      whole_buffers = slot != nullptr && slot->kind == SlotKind::kArena && slot->byte_offset == 0 &&
+                      slot->index != in.index && slot_bytes(*slot) == buffers_[slot->index].bytes &&
+                      total % 64 == 0 &&  // every slab starts as aligned as a buffer of its own
+                      std::find(buffers.begin(), buffers.end(), slot->index) == buffers.end();
+      if (!whole_buffers) break;
+      buffers.push_back(slot->index);
+      total += slot_bytes(*slot);
+    }
+    if (!whole_buffers || total != slot_bytes(in)) continue;
+    const int index = in.index;
+    int64_t offset = 0;
+    for (int b : buffers) {
+      BufferRequest& merged = buffers_[index];
+      merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
+      for (Slot& slot : slots_) {
+        if (slot.kind == SlotKind::kArena && slot.index == b) {
+          slot.index = index;
+          slot.byte_offset += offset;
+        }
+      }
+      offset += buffers_[b].bytes;
+      buffers_[b].bytes = 0;  // lives inside the input's buffer now
+    }
+    dropped[s] = true;
+  }
 }
 
 // A kernel that can run in place writes output 0 over its in-place input (Kernel::in_place_input)

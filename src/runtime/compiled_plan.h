@@ -102,6 +102,8 @@ class CompiledPlan {
   Status assign_slots(const CompileOptions& options);
   // Returns which steps need no kernel any more (Concats whose inputs now write in place).
   std::vector<bool> plan_concat_in_place();
+  // The same for Splits whose outputs can be slabs of their input (marked in `dropped`).
+  void plan_split_in_place(std::vector<bool>& dropped);
   void plan_in_place(const std::vector<bool>& dropped);
   int64_t slot_bytes(const Slot& slot) const;
   Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings,

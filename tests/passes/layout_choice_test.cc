@@ -257,7 +257,9 @@ TEST(LayoutChoicePassTest, BlockedConvReadsAnImageOtherConvsReadOnNhwc) {
   EXPECT_EQ(std::get<int64_t>(blocked->attrs.at("block")), 16);
   EXPECT_EQ(blocked->input(0)->name(), "x");
   for (const Node* n : g->nodes()) {
-    if (n->op_type() == "Reblock") EXPECT_NE(n->input(0), nhwc->input(0)) << "the image is reordered twice";
+    if (n->op_type() == "Reblock") {
+      EXPECT_NE(n->input(0), nhwc->input(0)) << "the image is reordered twice";
+    }
   }
 }
 

@@ -134,7 +134,9 @@ TEST_P(ZooPassesTest, EachPassAndO1KeepOutputs) {
     const int bn_after = count_op(*g, "BatchNormalization");
     if (std::string(pass) == "fold_batchnorm" || !*pass) {
       EXPECT_EQ(bn_after, bn_before - folded - lowered);
-      if (*pass) EXPECT_EQ(bn_after, 0) << "every inference BN with constant parameters is folded or lowered";
+      if (*pass) {
+        EXPECT_EQ(bn_after, 0) << "every inference BN with constant parameters is folded or lowered";
+      }
       if (bn_all_after_conv(GetParam())) {
         EXPECT_EQ(lowered, 0) << "every BN of " << GetParam() << " follows a Conv";
         if (*pass) {
