@@ -17,7 +17,8 @@ namespace opfuse {
 KernelImpl fused_region_kernel_impl();  // kernels/cpu/fused_region_kernel.cc
 KernelImpl fused_attention_kernel_impl();  // kernels/cpu/attention_kernel.cc
 KernelImpl control_flow_kernel(std::string_view op_type);  // kernels/cpu/control_flow_kernel.cc
-KernelImpl plain_max_pool_kernel();  // kernels/cpu/plain_max_pool.cc
+KernelImpl plain_max_pool_kernel();  // kernels/cpu/plain_pool.cc
+KernelImpl plain_avg_pool_kernel();  // kernels/cpu/plain_pool.cc
 namespace onednn {
 KernelImpl onednn_conv_integer_kernel();  // kernels/cpu/onednn_conv_integer.cc
 }
@@ -59,6 +60,8 @@ const std::vector<KernelImpl>& all_kernels() {
         // reference loops for dilated windows).
         plain_max_pool_kernel(),
         onednn::onednn_average_pool_kernel(),
+        // 2-D average pooling on plain NCHW where oneDNN has only its scalar simple_nchw.
+        plain_avg_pool_kernel(),
         onednn::onednn_global_average_pool_kernel(),
         onednn::onednn_global_max_pool_kernel(),
         // Region fusion's generated kernels (codegen/: FusedProgram on the Highway backend).

@@ -371,11 +371,12 @@ TEST(OneDnnPool, RandomWindows) {
       attrs["count_include_pad"] = int64_t{pick(0, 1)};
     }
     // oneDNN 2.6 pools a dilated window only with its reference loops, which are refused; a 2-d
-    // max pool then runs cpu.max_pool, as it does where oneDNN has only its scalar simple_nchw
-    // (which of the two oneDNN picks depends on the CPU: either kernel name is right there).
+    // max pool then runs cpu.max_pool, as a 2-d pool does where oneDNN has only its scalar
+    // simple_nchw (cpu.max_pool / cpu.avg_pool; which oneDNN picks depends on the CPU: either
+    // kernel name is right there).
     const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; });
-    const bool plain_2d_max = is_max && spatial == 2;
-    const char* want = plain_2d_max ? (dilated ? "cpu.max_pool" : "") : dilated ? "reference" : "onednn.pool";
+    const bool plain_2d = spatial == 2 && (is_max || !dilated);
+    const char* want = plain_2d ? (dilated ? "cpu.max_pool" : "") : dilated ? "reference" : "onednn.pool";
     check(is_max ? "MaxPool" : "AveragePool", {in(random_tensor(x, gen))}, attrs, want,
           str_cat("#", iter, " x", dims_to_string(x), " k", dims_to_string(kernel), " s",
                   dims_to_string(strides), " d", dims_to_string(dilations), " p",
@@ -395,7 +396,7 @@ TEST(OneDnnPool, ModelShapesAndGlobalPools) {
   check("AveragePool", {in(random_tensor({1, 8, 7, 7}, gen))},
         {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}},
          {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}},
-        "onednn.pool", "ceil_mode without overhang, count_include_pad");
+        "", "ceil_mode without overhang, count_include_pad");  // onednn.pool or cpu.avg_pool
   // Means over whole axes run as a ReduceMean (hwy_reduce.cc), not as oneDNN pooling.
   check("GlobalAveragePool", {in(random_tensor({2, 2048, 7, 7}, gen))}, {}, "hwy.reduce",
         "resnet head");
@@ -405,8 +406,8 @@ TEST(OneDnnPool, ModelShapesAndGlobalPools) {
   check("AveragePool", {in(random_tensor({2, 8, 7, 5}, gen))}, {{"kernel_shape", Ints{7, 1}}},
         "hwy.reduce", "window covering H only, W kept");
   check("AveragePool", {in(random_tensor({1, 8, 7, 7}, gen))},
-        {{"kernel_shape", Ints{7, 7}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{3, 3}}}, "onednn.pool",
-        "whole-map window with padding: a windowed pool");
+        {{"kernel_shape", Ints{7, 7}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{3, 3}}}, "",
+        "whole-map window with padding: a windowed pool");  // onednn.pool or cpu.avg_pool
   check("GlobalMaxPool", {in(random_tensor({2, 6, 3, 4, 5}, gen))}, {}, "onednn.pool", "3-d");
 }
 
@@ -414,11 +415,12 @@ TEST(OneDnnPool, UnsupportedFallsBackToReference) {
   std::mt19937 gen(557);
   const Tensor x = random_tensor({1, 3, 6, 6}, gen);
   check("MaxPool", {in(x)}, {{"kernel_shape", Ints{2, 2}}}, "reference", "Indices output", 2);
-  // The ceil_mode window hangs past the end pad; the reference does not count it.
+  // The ceil_mode window hangs past the end pad; oneDNN would count it, the reference and
+  // cpu.avg_pool do not.
   check("AveragePool", {in(x)},
         {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}},
          {"count_include_pad", int64_t{1}}},
-        "reference", "count_include_pad with ceil overhang");
+        "cpu.avg_pool", "count_include_pad with ceil overhang");
   // pads as large as the kernel: the first window is all padding, which oneDNN leaves undefined;
   // cpu.max_pool gives -Inf there, as the reference does.
   check("MaxPool", {in(x)}, {{"kernel_shape", Ints{2, 2}}, {"pads", Ints{2, 2, 2, 2}}},

@@ -1,6 +1,7 @@
 // The kernels quantized and float16 models run on, against the reference kernels, bit for bit:
 // hwy.cast, hwy.dynamic_quantize, onednn.conv_integer (int8 with VNNI, an f32 convolution
-// below; both exact for these sums, under 2^24) and cpu.max_pool.
+// below; both exact for these sums, under 2^24), and the plain-layout pools cpu.max_pool and
+// cpu.avg_pool.
 #include <limits>
 
 #include "core/target.h"
@@ -171,11 +172,37 @@ TEST(ConvertKernels, ConvIntegerAfterDynamicQuantizeIsExactEndToEnd) {
   check_against_reference(c, "onednn.conv_integer", 0, 0);
 }
 
+struct PoolCase {
+  std::vector<int64_t> dims;
+  Attributes attrs;
+};
+
+// `op` forced onto `kernel` (as a tuning record would: where oneDNN has a jit kernel for a case
+// it comes first), bit for bit against the reference, with NaN, +-Inf and a denormal in the
+// first plane.
+void check_plain_pool(const std::string& op, const std::string& kernel, const std::vector<PoolCase>& cases) {
+  for (const PoolCase& pc : cases) {
+    SCOPED_TRACE(str_cat(op, " ", dims_to_string(pc.dims)));
+    auto c = make_case(op, {In{pc.dims}}, pc.attrs, 9);
+    float* x = c->inputs[0].data<float>();
+    x[0] = kNaN;
+    x[3] = kInf;
+    x[5] = -kInf;
+    x[pc.dims[3] + 1] = 1e-40f;
+    x[c->inputs[0].numel() - 1] = kNaN;
+    KernelCompileContext ctx{*c->node, {nullptr}, 1};
+    ctx.kernel = kernel;
+    auto k = create_kernel(ctx);
+    ASSERT_TRUE(k.is_ok()) << k.status().message();
+    ASSERT_EQ((*k)->name(), kernel);
+    auto got = allocate_outputs(*c->node), want = allocate_outputs(*c->node);
+    ASSERT_TRUE(run_kernel(**k, *c, got).is_ok());
+    ASSERT_TRUE(run_kernel(*make_reference_kernel(*c->node), *c, want).is_ok());
+    expect_close(got[0], want[0], 0, 0, op);
+  }
+}
+
 TEST(ConvertKernels, PlainMaxPoolMatchesTheReference) {
-  struct PoolCase {
-    std::vector<int64_t> dims;
-    Attributes attrs;
-  };
   const std::vector<PoolCase> cases = {
       {{1, 3, 8, 8}, {{"kernel_shape", AttrValue(std::vector<int64_t>{2, 2})}, {"strides", AttrValue(std::vector<int64_t>{2, 2})}}},
       {{1, 4, 9, 7}, {{"kernel_shape", AttrValue(std::vector<int64_t>{2, 2})}, {"strides", AttrValue(std::vector<int64_t>{2, 2})},
@@ -188,27 +215,7 @@ TEST(ConvertKernels, PlainMaxPoolMatchesTheReference) {
       {{1, 32, 64, 64}, {{"kernel_shape", AttrValue(std::vector<int64_t>{2, 2})}, {"strides", AttrValue(std::vector<int64_t>{2, 2})},
                          {"ceil_mode", AttrValue(int64_t{1})}}},
   };
-  for (const PoolCase& pc : cases) {
-    SCOPED_TRACE(dims_to_string(pc.dims));
-    auto c = make_case("MaxPool", {In{pc.dims}}, pc.attrs, 9);
-    // NaN, +-Inf and a denormal in the first plane.
-    float* x = c->inputs[0].data<float>();
-    x[0] = kNaN;
-    x[3] = kInf;
-    x[5] = -kInf;
-    x[pc.dims[3] + 1] = 1e-40f;
-    x[c->inputs[0].numel() - 1] = kNaN;
-    // Forced, as a tuning record would: where oneDNN has a jit kernel for the case it comes first.
-    KernelCompileContext ctx{*c->node, {nullptr}, 1};
-    ctx.kernel = "cpu.max_pool";
-    auto k = create_kernel(ctx);
-    ASSERT_TRUE(k.is_ok()) << k.status().message();
-    ASSERT_EQ((*k)->name(), "cpu.max_pool");
-    auto got = allocate_outputs(*c->node), want = allocate_outputs(*c->node);
-    ASSERT_TRUE(run_kernel(**k, *c, got).is_ok());
-    ASSERT_TRUE(run_kernel(*make_reference_kernel(*c->node), *c, want).is_ok());
-    expect_close(got[0], want[0], 0, 0, "MaxPool");
-  }
+  check_plain_pool("MaxPool", "cpu.max_pool", cases);
   // IS-Net's 2x2 ceil-mode pool on plain NCHW: oneDNN's simple_nchw is declined, so it is ours
   // unless oneDNN has a jit kernel for it.
   const std::string picked(compile(*make_case("MaxPool", {In{{1, 32, 64, 64}}}, cases[4].attrs))->name());
@@ -216,6 +223,26 @@ TEST(ConvertKernels, PlainMaxPoolMatchesTheReference) {
   // Three spatial dims and the Indices output are left to oneDNN and the reference.
   auto with_indices = make_case("MaxPool", {In{{1, 2, 4, 4}}}, {{"kernel_shape", AttrValue(std::vector<int64_t>{2, 2})}}, 1, 2);
   EXPECT_NE(compile(*with_indices)->name(), "cpu.max_pool");
+}
+
+TEST(ConvertKernels, PlainAveragePoolMatchesTheReference) {
+  using Ints = std::vector<int64_t>;
+  const AttrValue include(int64_t{1});
+  const std::vector<PoolCase> cases = {
+      {{1, 32, 64, 64}, {{"kernel_shape", AttrValue(Ints{2, 2})}, {"strides", AttrValue(Ints{2, 2})}}},  // fr_gender
+      {{1, 4, 9, 7}, {{"kernel_shape", AttrValue(Ints{2, 2})}, {"strides", AttrValue(Ints{2, 2})}, {"ceil_mode", AttrValue(int64_t{1})}}},
+      {{1, 4, 9, 7},
+       {{"kernel_shape", AttrValue(Ints{3, 2})}, {"strides", AttrValue(Ints{2, 2})}, {"ceil_mode", AttrValue(int64_t{1})},
+        {"pads", AttrValue(Ints{1, 0, 1, 1})}, {"count_include_pad", include}}},
+      {{2, 3, 11, 13}, {{"kernel_shape", AttrValue(Ints{3, 3})}, {"pads", AttrValue(Ints{1, 1, 1, 1})}}},
+      {{2, 3, 11, 13}, {{"kernel_shape", AttrValue(Ints{3, 3})}, {"pads", AttrValue(Ints{1, 1, 1, 1})}, {"count_include_pad", include}}},
+      {{1, 10, 32, 32}, {{"kernel_shape", AttrValue(Ints{8, 8})}, {"strides", AttrValue(Ints{8, 8})}}},
+  };
+  check_plain_pool("AveragePool", "cpu.avg_pool", cases);
+  // fr_gender's 2x2 pools on plain NCHW: oneDNN's simple_nchw is declined, so they are ours
+  // unless oneDNN has a jit kernel for them.
+  const std::string picked(compile(*make_case("AveragePool", {In{{1, 32, 64, 64}}}, cases[0].attrs))->name());
+  EXPECT_TRUE(picked == "cpu.avg_pool" || picked == "onednn.pool") << picked;
 }
 
 }  // namespace

@@ -14,8 +14,9 @@ namespace {
 struct PoolGeometry {
   dnnl::algorithm algo = dnnl::algorithm::pooling_max;
   Dims x, y, strides, kernel, dilations, pad_l, pad_r;
-  // A 2-d MaxPool on plain NCHW, which cpu.max_pool runs when oneDNN has only a scalar loop.
-  bool plain_2d_max = false;
+  // A 2-d pool on plain NCHW (undilated when average), which cpu.max_pool / cpu.avg_pool run
+  // when oneDNN has only a scalar loop.
+  bool plain_2d = false;
 };
 
 // True when every window along an axis has at least one tap inside the input. A window that
@@ -52,7 +53,8 @@ std::optional<PoolGeometry> window_pool_geometry(const KernelCompileContext& ctx
                   : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                 : dnnl::algorithm::pooling_avg_exclude_padding;
   g.x = *x, g.y = *y;
-  g.plain_2d_max = is_max && spatial == 2;
+  g.plain_2d = spatial == 2 && (is_max || std::all_of(wa->dilations.begin(), wa->dilations.end(),
+                                                      [](int64_t d) { return d == 1; }));
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t in = g.x[2 + i], k = wa->kernel[i], s = wa->strides[i], d = wa->dilations[i];
     auto dim = window_dim(*wa, i, in, ceil_mode, node.describe());
@@ -125,10 +127,10 @@ PrimitivePlan build_pool_plan(const PoolGeometry& g) {
   const pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, g.algo, x_md, y_md,
                                       strides, kernel, dilations, pad_l, pad_r);
   const pooling_v2_forward::primitive_desc pd(desc, make_attr(), cpu_engine());
-  // oneDNN's `simple_nchw` max pooling is a scalar loop (17 ms for a 2x2 pool of 32x512x512);
-  // declined, so that cpu.max_pool (kernels/cpu/plain_max_pool.cc) takes the node.
-  if (g.plain_2d_max && std::string_view(pd.impl_info_str()).starts_with("simple")) {
-    throw dnnl::error(dnnl_unimplemented, "oneDNN has only a scalar loop for this max pooling");
+  // oneDNN's `simple_nchw` pooling is a scalar loop (17 ms for a 2x2 max pool of 32x512x512);
+  // declined, so that cpu.max_pool / cpu.avg_pool (kernels/cpu/plain_pool.cc) take the node.
+  if (g.plain_2d && std::string_view(pd.impl_info_str()).starts_with("simple")) {
+    throw dnnl::error(dnnl_unimplemented, "oneDNN has only a scalar loop for this pooling");
   }
   PrimitivePlan plan;
   set_primitive<pooling_v2_forward>(plan, pd);
