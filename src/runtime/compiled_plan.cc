@@ -33,8 +33,7 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   plan->graph_ = std::move(graph);
   plan->threads_ = options.threads;
   OPFUSE_TRY(plan->assign_slots(options));
-  std::vector<bool> dropped = plan->plan_concat_in_place();
-  plan->plan_split_in_place(dropped);
+  const std::vector<bool> dropped = plan->plan_concat_and_split_in_place();
   plan->plan_in_place(dropped);
   // Steps are numbered in buffers_' lifetimes as they were before any was dropped: the plan
   // only compares those numbers, so the gaps do not matter.
@@ -175,6 +174,59 @@ int64_t CompiledPlan::slot_bytes(const Slot& slot) const {
   return n;
 }
 
+namespace {
+
+// Whether every dim of `whole` before the node's axis is 1: the parts of a Concat or Split along
+// that axis are then consecutive byte ranges of the whole.
+bool parts_are_byte_ranges(const Node& node, const std::vector<int64_t>& whole) {
+  const int64_t rank = static_cast<int64_t>(whole.size());
+  int64_t axis = AttrReader(node).get_int("axis");
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  return std::all_of(whole.begin(), whole.begin() + axis, [](int64_t d) { return d == 1; });
+}
+
+}  // namespace
+
+std::vector<int> CompiledPlan::part_buffers(const std::vector<int>& parts, const Slot& whole) const {
+  std::vector<int> buffers;
+  int64_t total = 0;
+  for (int p : parts) {
+    const Slot* slot = p >= 0 ? &slots_[p] : nullptr;
+    const bool whole_buffer = slot != nullptr && slot->kind == SlotKind::kArena && slot->byte_offset == 0 &&
+                              (whole.kind != SlotKind::kArena || slot->index != whole.index) &&
+                              slot_bytes(*slot) == buffers_[slot->index].bytes &&
+                              total % 64 == 0 &&  // every slab starts as aligned as a buffer of its own
+                              std::find(buffers.begin(), buffers.end(), slot->index) == buffers.end();
+    if (!whole_buffer) return {};
+    buffers.push_back(slot->index);
+    total += slot_bytes(*slot);
+  }
+  return total == slot_bytes(whole) ? buffers : std::vector<int>{};
+}
+
+void CompiledPlan::make_slabs(const std::vector<int>& buffers, const Slot& whole) {
+  const SlotKind kind = whole.kind;
+  const int index = whole.index;
+  int64_t offset = 0;
+  for (int b : buffers) {
+    if (kind == SlotKind::kArena) {
+      BufferRequest& merged = buffers_[index];
+      merged.first_step = std::min(merged.first_step, buffers_[b].first_step);
+      merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
+    }
+    for (Slot& slot : slots_) {
+      if (slot.kind == SlotKind::kArena && slot.index == b) {
+        slot.kind = kind;
+        slot.index = index;
+        slot.byte_offset += offset;
+      }
+    }
+    offset += buffers_[b].bytes;
+    buffers_[b].bytes = 0;  // lives inside the whole's buffer (or the returned output) now
+  }
+}
+
 // A Concat whose every dim before the axis is 1 lays its inputs one after the other: input i is
 // the byte range [offset_i, offset_i + bytes_i) of the output. When each input is a whole arena
 // buffer of its own (not a graph input, constant or output, not already a slab, not repeated),
@@ -183,110 +235,39 @@ int64_t CompiledPlan::slot_bytes(const Slot& slot) const {
 // producer to the last reader of any part. Nested Concats fold in turn, outer offsets adding up.
 // A Concat that is a graph output folds the same way into the tensor a run returns (YOLO's
 // detection head), which lives outside the arena.
-std::vector<bool> CompiledPlan::plan_concat_in_place() {
+//
+// A Split whose outputs are such byte ranges of its input folds the other way: when the input is
+// a whole arena buffer and each output a whole buffer of its own, the outputs become slabs of the
+// input's buffer and the Split runs no kernel (ShuffleNet's channel split in every unit). The
+// input's buffer then lives until the last reader of any part. Outputs already taken by an
+// in-place Concat, graph outputs and misaligned slabs keep their copies.
+std::vector<bool> CompiledPlan::plan_concat_and_split_in_place() {
   std::vector<bool> dropped(steps_.size(), false);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& step = steps_[s];
-    const Node& node = *step.node;
-    if (node.op_type() != "Concat" || !node.domain().empty() || step.outputs.size() != 1) continue;
-    const Slot& out = slots_[step.outputs[0]];
-    const bool to_output = out.kind == SlotKind::kGraphOutput;
-    if (!to_output && (out.kind != SlotKind::kArena || out.byte_offset != 0 || slot_bytes(out) != buffers_[out.index].bytes)) {
-      continue;
-    }
-    const int64_t rank = static_cast<int64_t>(out.dims.size());
-    int64_t axis = AttrReader(node).get_int("axis");
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) continue;
-    if (!std::all_of(out.dims.begin(), out.dims.begin() + axis, [](int64_t d) { return d == 1; })) continue;
-    std::vector<int> buffers;
-    bool whole_buffers = true;
-    int64_t total = 0;
-    for (int in : step.inputs) {
-      const Slot* slot = in >= 0 ? &slots_[in] : nullptr;
-      whole_buffers = slot != nullptr && slot->kind == SlotKind::kArena && slot->byte_offset == 0 &&
-                      (to_output || slot->index != out.index) && slot_bytes(*slot) == buffers_[slot->index].bytes &&
-                      total % 64 == 0 &&  // every slab starts as aligned as a buffer of its own
-                      std::find(buffers.begin(), buffers.end(), slot->index) == buffers.end();
-      if (!whole_buffers) break;
-      buffers.push_back(slot->index);
-      total += slot_bytes(*slot);
-    }
-    if (!whole_buffers || total != slot_bytes(out)) continue;
-    const SlotKind kind = out.kind;
-    const int index = out.index;
-    int64_t offset = 0;
-    for (int b : buffers) {
-      if (!to_output) {
-        BufferRequest& merged = buffers_[index];
-        merged.first_step = std::min(merged.first_step, buffers_[b].first_step);
-        merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
+  for (const char* op : {"Concat", "Split"}) {
+    const bool concat = op == std::string_view("Concat");
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      const Step& step = steps_[s];
+      const Node& node = *step.node;
+      if (dropped[s] || node.op_type() != op || !node.domain().empty() || step.inputs.empty() || step.outputs.empty()) {
+        continue;
       }
-      for (Slot& slot : slots_) {
-        if (slot.kind == SlotKind::kArena && slot.index == b) {
-          slot.kind = kind;
-          slot.index = index;
-          slot.byte_offset += offset;
-        }
+      if (concat && step.outputs.size() != 1) continue;
+      const int whole_id = concat ? step.outputs[0] : step.inputs[0];
+      if (whole_id < 0) continue;
+      const Slot& whole = slots_[whole_id];
+      const bool returned = concat && whole.kind == SlotKind::kGraphOutput;
+      if (!returned && (whole.kind != SlotKind::kArena || whole.byte_offset != 0 ||
+                        slot_bytes(whole) != buffers_[whole.index].bytes)) {
+        continue;
       }
-      offset += buffers_[b].bytes;
-      buffers_[b].bytes = 0;  // lives inside the Concat's buffer (or the returned output) now
+      if (!parts_are_byte_ranges(node, whole.dims)) continue;
+      const std::vector<int> buffers = part_buffers(concat ? step.inputs : step.outputs, whole);
+      if (buffers.empty()) continue;
+      make_slabs(buffers, whole);
+      dropped[s] = true;
     }
-    dropped[s] = true;
   }
   return dropped;
-}
-
-// A Split whose every dim before the axis is 1 cuts its input into consecutive byte ranges:
-// output i is [offset_i, offset_i + bytes_i) of the input. When the input is a whole arena
-// buffer and each output a whole buffer of its own, the outputs become slabs of the input's
-// buffer and the Split runs no kernel (ShuffleNet's channel split in every unit). The input's
-// buffer then lives until the last reader of any part. Outputs already taken by an in-place
-// Concat, graph outputs and misaligned slabs keep their copies.
-void CompiledPlan::plan_split_in_place(std::vector<bool>& dropped) {
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& step = steps_[s];
-    const Node& node = *step.node;
-    if (dropped[s] || node.op_type() != "Split" || !node.domain().empty() || step.inputs.empty() || step.inputs[0] < 0) {
-      continue;
-    }
-    const Slot& in = slots_[step.inputs[0]];
-    if (in.kind != SlotKind::kArena || in.byte_offset != 0 || slot_bytes(in) != buffers_[in.index].bytes) continue;
-    const int64_t rank = static_cast<int64_t>(in.dims.size());
-    int64_t axis = AttrReader(node).get_int("axis");
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) continue;
-    if (!std::all_of(in.dims.begin(), in.dims.begin() + axis, [](int64_t d) { return d == 1; })) continue;
-    std::vector<int> buffers;
-    bool whole_buffers = true;
-    int64_t total = 0;
-    for (int o : step.outputs) {
-      const Slot* slot = o >= 0 ? &slots_[o] : nullptr;
-      whole_buffers = slot != nullptr && slot->kind == SlotKind::kArena && slot->byte_offset == 0 &&
-                      slot->index != in.index && slot_bytes(*slot) == buffers_[slot->index].bytes &&
-                      total % 64 == 0 &&  // every slab starts as aligned as a buffer of its own
-                      std::find(buffers.begin(), buffers.end(), slot->index) == buffers.end();
-      if (!whole_buffers) break;
-      buffers.push_back(slot->index);
-      total += slot_bytes(*slot);
-    }
-    if (!whole_buffers || total != slot_bytes(in)) continue;
-    const int index = in.index;
-    int64_t offset = 0;
-    for (int b : buffers) {
-      BufferRequest& merged = buffers_[index];
-      merged.last_step = std::max(merged.last_step, buffers_[b].last_step);
-      for (Slot& slot : slots_) {
-        if (slot.kind == SlotKind::kArena && slot.index == b) {
-          slot.index = index;
-          slot.byte_offset += offset;
-        }
-      }
-      offset += buffers_[b].bytes;
-      buffers_[b].bytes = 0;  // lives inside the input's buffer now
-    }
-    dropped[s] = true;
-  }
 }
 
 // A kernel that can run in place writes output 0 over its in-place input (Kernel::in_place_input)

@@ -100,10 +100,15 @@ class CompiledPlan {
 
   CompiledPlan() = default;
   Status assign_slots(const CompileOptions& options);
-  // Returns which steps need no kernel any more (Concats whose inputs now write in place).
-  std::vector<bool> plan_concat_in_place();
-  // The same for Splits whose outputs can be slabs of their input (marked in `dropped`).
-  void plan_split_in_place(std::vector<bool>& dropped);
+  // Returns which steps need no kernel any more: Concats whose inputs now write into the
+  // output's buffer, Splits whose outputs are read from the input's.
+  std::vector<bool> plan_concat_and_split_in_place();
+  // The buffers behind the slots `parts` when each is a whole arena buffer of its own, distinct,
+  // not `whole`'s, 64-byte aligned at its place in `whole`, together exactly `whole`'s bytes;
+  // else empty.
+  std::vector<int> part_buffers(const std::vector<int>& parts, const Slot& whole) const;
+  // Makes `buffers` consecutive slabs of `whole`'s storage (extending its lifetime to theirs).
+  void make_slabs(const std::vector<int>& buffers, const Slot& whole);
   void plan_in_place(const std::vector<bool>& dropped);
   int64_t slot_bytes(const Slot& slot) const;
   Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings,

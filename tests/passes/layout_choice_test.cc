@@ -121,16 +121,21 @@ struct Layouts {
   int reblocks = 0;
 };
 
-Layouts run_layout(LayoutTimer& timer) {
-  auto g = parse_graph(kChain);
-  EXPECT_TRUE(g.is_ok()) << g.status().message();
+// The layout pass on `g` with `timer`'s costs.
+void run_layout_on(Graph& g, LayoutTimer& timer) {
   PipelineOptions options;
   options.verify_after_each = true;
   options.passes = std::vector<std::string>{"layout", "dce"};
   options.layout_timer = borrowed(timer);
   PassContext ctx;
   ctx.target.isa = IsaTier::kAvx512Core;  // blocked means nChw16c, whatever the host
-  EXPECT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
+  EXPECT_TRUE(run_pipeline(g, OptLevel::kO3, options, ctx).is_ok());
+}
+
+Layouts run_layout(LayoutTimer& timer) {
+  auto g = parse_graph(kChain);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  run_layout_on(*g, timer);
   Layouts out;
   for (const Node* n : g->nodes()) {
     if (n->op_type() == "BlockedConv") out.conv_block[n->name()] = std::get<int64_t>(n->attrs.at("block"));
@@ -242,13 +247,7 @@ TEST(LayoutChoicePassTest, BlockedConvReadsAnImageOtherConvsReadOnNhwc) {
   return %s
 })");
   ASSERT_TRUE(g.is_ok()) << g.status().message();
-  PipelineOptions options;
-  options.verify_after_each = true;
-  options.passes = std::vector<std::string>{"layout", "dce"};
-  options.layout_timer = borrowed(timer);
-  PassContext ctx;
-  ctx.target.isa = IsaTier::kAvx512Core;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO3, options, ctx).is_ok());
+  run_layout_on(*g, timer);
   const Node* nhwc = g->find_node("on_nhwc");
   const Node* blocked = g->find_node("on_blocked");
   ASSERT_TRUE(nhwc && blocked);

@@ -1,7 +1,7 @@
-// In-place Concat (runtime/compiled_plan.cc, plan_concat_in_place): when a Concat's inputs are
-// contiguous slabs of its output, their producers write into the Concat's buffer and the Concat
-// runs no kernel. Each case compiles a small graph, counts the Concat steps left and compares
-// every output with eager mode, at O1 (plain layout) and O3 (blocked channels).
+// In-place Concat (runtime/compiled_plan.cc, plan_concat_and_split_in_place): when a Concat's
+// inputs are contiguous slabs of its output, their producers write into the Concat's buffer and
+// the Concat runs no kernel. Each case compiles a small graph, counts the Concat steps left and
+// compares every output with eager mode, at O1 (plain layout) and O3 (blocked channels).
 #include <gtest/gtest.h>
 
 #include <algorithm>

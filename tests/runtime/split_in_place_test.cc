@@ -1,6 +1,6 @@
-// In-place Split (runtime/compiled_plan.cc, plan_split_in_place): when a Split's outputs are
-// contiguous slabs of its input, their readers read the input's buffer and the Split runs no
-// kernel. Each case compiles a small graph, counts the Split steps left and compares every
+// In-place Split (runtime/compiled_plan.cc, plan_concat_and_split_in_place): when a Split's
+// outputs are contiguous slabs of its input, their readers read the input's buffer and the Split
+// runs no kernel. Each case compiles a small graph, counts the Split steps left and compares every
 // output with eager mode.
 #include <gtest/gtest.h>
 
