@@ -21,7 +21,7 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     "Atan", "Asinh", "Shrink",
     // opfuse domain
     "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
-    "FromBlocked", "Reblock", "SkipLayerNormalization"};
+    "FromBlocked", "Reblock", "SkipLayerNormalization", "ChannelGather"};
 
 }  // namespace
 
@@ -43,7 +43,7 @@ std::vector<OpDef> builtin_ops() {
   for (auto family : {elementwise_ops, nn_ops, reduction_ops, tensor_ops, resize_ops, quantization_ops, control_flow_ops, rnn_ops, loss_ops, linalg_ops, fused_ops,
                       fused_region_ops, fused_matmul_ops,
                       fused_attention_ops, skip_layer_norm_ops,
-                      layout_ops}) {
+                      layout_ops, channel_gather_ops}) {
     for (OpDef& def : family()) all.push_back(std::move(def));
   }
   for (OpDef& def : all) def.traits.finite_preserving = kFinitePreserving.count(def.name) > 0;

@@ -24,6 +24,7 @@ std::vector<OpDef> fused_region_ops();  // ops/fused_region.cc: opfuse::FusedReg
 std::vector<OpDef> fused_matmul_ops();  // ops/fused_matmul.cc: opfuse::FusedMatMul, FusedGemm
 std::vector<OpDef> fused_attention_ops();  // ops/fused_attention.cc: opfuse::FusedAttention
 std::vector<OpDef> skip_layer_norm_ops();  // ops/skip_layer_norm.cc: opfuse::SkipLayerNormalization
+std::vector<OpDef> channel_gather_ops();  // ops/channel_gather.cc: opfuse::ChannelGather (channel shuffles)
 std::vector<OpDef> layout_ops();       // ops/layout_ops.cc: opfuse::ToBlocked, FromBlocked, BlockedConv (O3)
 std::vector<OpDef> fused_ops();        // ops/fused.cc: opfuse::FusedConv (anchors with epilogues)       // ops/resize.cc: Resize (nearest, linear, cubic)
 

@@ -25,7 +25,8 @@
 //    elementwise and broadcast ops (operands blocked alike, per-channel constants re-laid out,
 //    one-element constants as they are, plain per-channel values through a ToBlocked), Concat
 //    on channels (every input but the last a whole number of blocks), Resize (nearest or
-//    linear, constant scales or sizes, which get a trailing 1).
+//    linear, constant scales or sizes, which get a trailing 1), opfuse::ChannelGather (whole
+//    channels in any order: passes/channel_gather.cc).
 //  - Each rewritten node's original output becomes FromBlocked(blocked output) under the same
 //    name, so graph outputs and plain consumers (Reshape, Flatten, Gemm, Softmax ...) read the
 //    plain layout; DCE drops the FromBlocked nodes nobody reads.
@@ -165,6 +166,8 @@ class LayoutPass {
     if (node->domain().empty() || node->domain() == kFusedDomain) {
       if (op == "Conv" || (op == "FusedConv" && node->domain() == kFusedDomain)) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_conv(*node));
+      } else if (op == "ChannelGather" && node->domain() == kFusedDomain) {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_channel_gather(*node));
       } else if (!node->domain().empty()) {
         return false;
       } else if (op == "MaxPool" || op == "AveragePool") {
@@ -365,6 +368,26 @@ class LayoutPass {
     Plan p{"Concat", "", {}, node.attrs, (*y)[1], *y};
     // Channels are blocks (axis 1) of whole blocks, or the lanes (axis 4) of one block.
     p.attrs["axis"] = AttrValue(int64_t{block_ == 0 ? 4 : 1});
+    for (Value* in : node.inputs()) {
+      OPFUSE_ASSIGN_OR_RETURN(Value * b, to_blocked(in));
+      p.inputs.push_back(b);
+    }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  // Whole channels in any order: any layout's lanes are addressable channels, so each input is
+  // read in the gather's layout and the output's padded lanes are written as zeros.
+  Result<std::optional<Plan>> plan_channel_gather(const Node& node) {
+    const auto y = dims4(node.output(0));
+    if (!y) return std::optional<Plan>();
+    bool any_blocked = false;
+    for (const Value* in : node.inputs()) {
+      if (!dims4(in)) return std::optional<Plan>();
+      any_blocked |= blocked(in) != nullptr;
+    }
+    if (!any_blocked) return std::optional<Plan>();
+    Plan p{"ChannelGather", std::string(kFusedDomain), {}, node.attrs, (*y)[1], *y};
+    p.attrs["block"] = AttrValue(block_);
     for (Value* in : node.inputs()) {
       OPFUSE_ASSIGN_OR_RETURN(Value * b, to_blocked(in));
       p.inputs.push_back(b);

@@ -31,6 +31,8 @@ const std::vector<PassDef>& all_passes() {
        run_layout_pass},
       {"prune_conv_taps", "drops conv kernel rows/columns that only ever read zero padding (dilated ASPP convs)",
        run_prune_conv_taps_pass},
+      {"channel_gather", "turns chains of movement ops that only reorder whole channels (ShuffleNet's channel shuffle) into one opfuse::ChannelGather copy",
+       run_channel_gather_pass},
   };
   return passes;
 }

@@ -40,6 +40,11 @@ const PipelineStage kFusePatterns = {{"fuse_patterns", "dce"}, false,
 const PipelineStage kPruneConvTaps = {
     {"prune_conv_taps", "dce"}, false,
     "drop conv taps that read only padding (dilations larger than the feature map)"};
+// After pattern fusion (whose attention pattern reads Reshape/Transpose chains itself) and
+// before layout, which runs the gathers blocked, and region fusion, which would otherwise take
+// the chains into index-table kernels.
+const PipelineStage kChannelGather = {{"channel_gather", "dce"}, false,
+                                      "copy channel shuffles as one gather of whole channels"};
 // After the anchors took their epilogues: it rewrites FusedConvs into blocked ones.
 const PipelineStage kLayout = {
     {"layout", "dce"}, false,
@@ -60,9 +65,9 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes,        kFp16InFp32,
                                                 kCanonicalise,     kFoldBatchNorm, kRefreshShapes};
   static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,       kFp16InFp32,   kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns, kRegionFusion, kRefreshShapes};
+                                                kFoldBatchNorm,    kFusePatterns, kChannelGather, kRegionFusion, kRefreshShapes};
   static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns,  kPruneConvTaps, kLayout,
+                                                kFoldBatchNorm,    kFusePatterns,  kChannelGather, kPruneConvTaps, kLayout,
                                                 kRegionFusion,     kRefreshShapes};
   switch (level) {
     case OptLevel::kO0: return o0;

@@ -1,0 +1,214 @@
+// opfuse::ChannelGather: an output made of whole channels of its inputs, in any order. It is what
+// a chain of Concat / Reshape / Transpose / Split / Slice ... becomes when the chain only moves
+// channels (ShuffleNet's channel shuffle: Concat -> Reshape [N,g,C/g,H,W] -> Transpose(0,2,1,3,4)
+// -> Reshape -> Split; passes/channel_gather.cc), so that it is one copy instead of several, and
+// so that the layout pass can run it on blocked activations, where the chain's Reshapes could not.
+//
+//   opfuse::ChannelGather(X0, X1, ...) {sources, channels, [block]}
+//     Y[n, c, ...] = X_{sources[c]}[n, channels[c], ...]      Y has len(sources) channels
+//   Plain (no `block`): every X and Y are [N, C_i, d2, d3, ...], equal outside axis 1, any dtype.
+//   Blocked (`block` 16 or 8, or 0 for channels-last; passes/layout.cc): f32 [N, Cb, H, W, b] in
+//   the layouts of ops/layout_ops.cc, each tensor with its own Cb and b; Y's padded lanes are 0.
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/fused.h"
+#include "ops/op_list.h"
+#include "ops/registry.h"
+
+namespace opfuse {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// How channel c of a tensor is laid out: element (n, c, s) (s the flat position after axis 1) is
+// at ((n * blocks + c / lanes) * positions + s) * lanes + c % lanes. Plain is lanes = 1.
+struct ChannelLayout {
+  int64_t blocks = 0, lanes = 1, positions = 1;
+  int64_t channels() const { return blocks * lanes; }  // addressable channels (padded lanes too)
+  int64_t offset(int64_t n, int64_t c, int64_t s) const { return ((n * blocks + c / lanes) * positions + s) * lanes + c % lanes; }
+};
+
+// The layout of a tensor of `dims`: plain [N, C, ...] or blocked [N, Cb, H, W, b].
+ChannelLayout layout_of(const std::vector<int64_t>& dims, bool blocked) {
+  ChannelLayout l;
+  l.blocks = dims[1];
+  if (blocked) {
+    l.lanes = dims[4];
+    l.positions = dims[2] * dims[3];
+  } else {
+    for (size_t i = 2; i < dims.size(); ++i) l.positions *= dims[i];
+  }
+  return l;
+}
+
+Status check_attrs(const AttrReader& attrs, size_t inputs, const std::string& where) {
+  const std::vector<int64_t> sources = attrs.get_ints("sources");
+  const std::vector<int64_t> channels = attrs.get_ints("channels");
+  if (sources.empty() || sources.size() != channels.size()) {
+    return Status::user_error(str_cat(where, ": 'sources' and 'channels' must be non-empty and of equal length, got ",
+                                      sources.size(), " and ", channels.size()));
+  }
+  for (size_t c = 0; c < sources.size(); ++c) {
+    if (sources[c] < 0 || sources[c] >= static_cast<int64_t>(inputs) || channels[c] < 0) {
+      return Status::user_error(str_cat(where, ": output channel ", c, " reads input ", sources[c], " channel ",
+                                        channels[c], ", but there are ", inputs, " inputs"));
+    }
+  }
+  if (attrs.has("block")) {
+    const int64_t b = attrs.get_int("block");
+    if (b != 0 && b != 8 && b != 16) return Status::user_error(str_cat(where, ": block must be 0, 8 or 16, got ", b));
+  }
+  return Status::ok();
+}
+
+Status infer_channel_gather(InferContext& ctx) {
+  OPFUSE_TRY(check_attrs(ctx.attrs(), ctx.num_inputs(), ctx.node().describe()));
+  const std::vector<int64_t> sources = ctx.attrs().get_ints("sources");
+  const std::vector<int64_t> channels = ctx.attrs().get_ints("channels");
+  const bool blocked = ctx.attrs().has("block");
+  const DType dtype = ctx.input_dtype(0);
+  std::optional<Shape> first;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) return ctx.error(str_cat("input ", i, " is missing"));
+    if (ctx.input_dtype(i) != dtype) {
+      return ctx.error(str_cat("input ", i, " is ", dtype_name(ctx.input_dtype(i)), " but input 0 is ", dtype_name(dtype)));
+    }
+    if (blocked && dtype != DType::kF32 && dtype != DType::kUndefined) return ctx.error("blocked layouts are f32 only");
+    const auto& s = ctx.input_shape(i);
+    if (!s) continue;
+    if (s->size() < 2 || (blocked && s->size() != 5)) {
+      return ctx.error(str_cat("input ", i, " ", shape_to_string(*s), blocked ? " is not blocked [N,Cb,H,W,b]" : " has no channel axis"));
+    }
+    if (!first) {
+      first = *s;
+      continue;
+    }
+    for (size_t d = 0; d < s->size(); ++d) {
+      const bool channel_dim = d == 1 || (blocked && d == 4);
+      if (!channel_dim && (*s)[d].is_known() && d < first->size() && (*first)[d].is_known() && (*s)[d] != (*first)[d]) {
+        return ctx.error(str_cat("input ", i, " ", shape_to_string(*s), " differs from input 0 ",
+                                 shape_to_string(*first), " outside the channels"));
+      }
+    }
+    if (s->size() != first->size()) return ctx.error(str_cat("input ", i, " has another rank than input 0"));
+  }
+  if (!first) {
+    ctx.set_output(0, dtype, std::nullopt);
+    return Status::ok();
+  }
+  const int64_t c = static_cast<int64_t>(sources.size());
+  Shape y = *first;
+  if (blocked) {
+    const int64_t b = ctx.attrs().get_int("block");
+    const int64_t lanes = b == 0 ? c : b;
+    y[1] = Dim(ceil_div(c, lanes));
+    y[4] = Dim(lanes);
+  } else {
+    y[1] = Dim(c);
+  }
+  ctx.set_output(0, dtype, std::move(y));
+  return Status::ok();
+}
+
+// Copies with elements of type T (the dtype's size: the op only moves bits).
+template <typename T>
+void gather(KernelContext& ctx, Tensor& y, const std::vector<int64_t>& sources, const std::vector<int64_t>& channels,
+            bool blocked) {
+  const ChannelLayout out = layout_of(y.dims(), blocked);
+  std::vector<ChannelLayout> in;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) in.push_back(layout_of(ctx.input(i).dims(), blocked));
+  const int64_t batch = y.dim(0), c_out = static_cast<int64_t>(sources.size()), positions = out.positions;
+  T* dst = static_cast<T*>(y.raw_data());
+  // Per output channel: where its channel starts in its input, and that input's lane stride.
+  std::vector<const T*> from(static_cast<size_t>(out.channels()), nullptr);
+  std::vector<int64_t> stride(static_cast<size_t>(out.channels()), 0);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < c_out; ++c) {
+      const ChannelLayout& l = in[static_cast<size_t>(sources[c])];
+      from[c] = static_cast<const T*>(ctx.input(static_cast<size_t>(sources[c])).raw_data()) + l.offset(n, channels[c], 0);
+      stride[c] = l.lanes;
+    }
+    if (out.lanes == 1) {
+      // Plain output: each channel is a contiguous plane.
+      for (int64_t c = 0; c < c_out; ++c) {
+        T* to = dst + out.offset(n, c, 0);
+        if (stride[c] == 1) {
+          std::memcpy(to, from[c], static_cast<size_t>(positions) * sizeof(T));
+        } else {
+          for (int64_t s = 0; s < positions; ++s) to[s] = from[c][s * stride[c]];
+        }
+      }
+      continue;
+    }
+    // Blocked output: one block's lanes at each position, so every line written is whole.
+    for (int64_t b = 0; b < out.blocks; ++b) {
+      const int64_t c0 = b * out.lanes, live = std::min(out.lanes, c_out - c0);
+      for (int64_t s = 0; s < positions; ++s) {
+        T* to = dst + out.offset(n, c0, s);
+        for (int64_t l = 0; l < live; ++l) to[l] = from[c0 + l][s * stride[c0 + l]];
+        for (int64_t l = live; l < out.lanes; ++l) to[l] = T{};
+      }
+    }
+  }
+}
+
+Status channel_gather_kernel(KernelContext& ctx) {
+  OPFUSE_TRY(check_attrs(ctx.attrs(), ctx.num_inputs(), ctx.node().describe()));
+  const std::vector<int64_t> sources = ctx.attrs().get_ints("sources");
+  const std::vector<int64_t> channels = ctx.attrs().get_ints("channels");
+  const bool blocked = ctx.attrs().has("block");
+  const Tensor& x0 = ctx.input(0);
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& x = ctx.input(i);
+    const bool shaped = blocked ? x.rank() == 5 && x.dtype() == DType::kF32 : x.rank() >= 2;
+    bool same = shaped && x.dtype() == x0.dtype() && x.rank() == x0.rank();
+    for (int64_t d = 0; same && d < x.rank(); ++d) same = d == 1 || (blocked && d == 4) || x.dim(d) == x0.dim(d);
+    if (!same) {
+      return ctx.error(str_cat("input ", i, " ", x.type_string(), " does not match input 0 ", x0.type_string(),
+                               blocked ? " as a blocked f32 [N,Cb,H,W,b]" : " outside the channels"));
+    }
+  }
+  for (size_t c = 0; c < sources.size(); ++c) {
+    const Tensor& x = ctx.input(static_cast<size_t>(sources[c]));
+    if (channels[c] >= layout_of(x.dims(), blocked).channels()) {
+      return ctx.error(str_cat("output channel ", c, " reads channel ", channels[c], " of input ", sources[c], " ",
+                               x.type_string()));
+    }
+  }
+  std::vector<int64_t> dims = x0.dims();
+  const int64_t c = static_cast<int64_t>(sources.size());
+  if (blocked) {
+    const int64_t b = ctx.attrs().get_int("block");
+    dims[4] = b == 0 ? c : b;
+    dims[1] = ceil_div(c, dims[4]);
+  } else {
+    dims[1] = c;
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, x0.dtype(), dims));
+  switch (dtype_size(x0.dtype())) {
+    case 1: gather<uint8_t>(ctx, *y, sources, channels, blocked); break;
+    case 2: gather<uint16_t>(ctx, *y, sources, channels, blocked); break;
+    case 4: gather<uint32_t>(ctx, *y, sources, channels, blocked); break;
+    case 8: gather<uint64_t>(ctx, *y, sources, channels, blocked); break;
+    default: return ctx.error(str_cat("unsupported dtype ", dtype_name(x0.dtype())));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<OpDef> channel_gather_ops() {
+  OpDef d = op_record("ChannelGather", 1, std::numeric_limits<int>::max(), FusionKind::kOpaque, infer_channel_gather,
+                      channel_gather_kernel, "whole channels of its inputs in any order: Y[n,c] = X_sources[c][n,channels[c]]");
+  d.domain = std::string(kFusedDomain);
+  d.min_opset = 1;
+  d.max_opset = 1;
+  d.attrs = {{"sources", AttrType::kInts, std::nullopt, true},
+             {"channels", AttrType::kInts, std::nullopt, true},
+             {"block", AttrType::kInt, std::nullopt, false}};
+  return {std::move(d)};
+}
+
+}  // namespace opfuse
