@@ -184,9 +184,9 @@ struct OpDef {
   const AttrSpec* find_attr(const std::string& attr_name) const;
 };
 
-// OpTraits::finite_preserving of this node: its op's trait, or a Div by a constant whose every
+// OpTraits::finite_preserving of this node: its op's trait, a Div by a constant whose every
 // value is finite with magnitude at least 1 (hardswish's x / 6), which cannot turn finite values
-// into Inf or NaN.
+// into Inf or NaN, or a FusedRegion whose members all are and whose constants are finite.
 bool is_finite_preserving(const Node& node);
 
 // The fields every op record sets (one output; a family adds attributes, traits, opsets ...).

@@ -4,6 +4,9 @@
 #include <set>
 #include <string>
 
+#include "ops/fused.h"
+#include "ops/fused_region.h"
+
 namespace opfuse {
 
 namespace {
@@ -23,10 +26,34 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
     "FromBlocked", "Reblock", "SkipLayerNormalization", "ChannelGather"};
 
+bool all_finite_values(const Tensor& t) {
+  if (!is_float(t.dtype())) return true;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (!std::isfinite(t.get_double(i))) return false;
+  }
+  return true;
+}
+
+// A region whose members all preserve finiteness and whose constants are finite: the BN-as-
+// Mul+Add + Relu regions between a DenseNet's convs, so the convs reading them may keep relu in
+// oneDNN's kernel.
+bool region_is_finite_preserving(const Node& node) {
+  auto body = fused_region_body(node);
+  if (!body.is_ok()) return false;
+  for (const Value* v : (*body)->values()) {
+    if (v->is_constant() && !all_finite_values(*v->constant())) return false;
+  }
+  for (const Node* member : (*body)->nodes()) {
+    if (!is_finite_preserving(*member)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool is_finite_preserving(const Node& node) {
   if (node.def().traits.finite_preserving) return true;
+  if (node.domain() == kFusedDomain && node.op_type() == kFusedRegionOp) return region_is_finite_preserving(node);
   if (!node.domain().empty() || node.op_type() != "Div" || node.inputs().size() != 2) return false;
   const Value* divisor = node.input(1);
   const Tensor* t = divisor != nullptr && divisor->is_constant() ? divisor->constant() : nullptr;

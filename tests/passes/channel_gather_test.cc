@@ -64,7 +64,9 @@ TEST(ChannelGatherPass, ShuffleNetStageRunsGathersAndMatchesEager) {
     // Every unit reads its convolved half through a gather, the head reads the stage's output
     // through one; the graph output keeps its own chain (it is returned plain).
     EXPECT_EQ(count("ChannelGather"), 4);
-    if (level == OptLevel::kO3) EXPECT_EQ(count("ToBlocked"), 0) << "the gathers run blocked";
+    if (level == OptLevel::kO3) {
+      EXPECT_EQ(count("ToBlocked"), 0) << "the gathers run blocked";
+    }
   }
 }
 

@@ -174,6 +174,55 @@ TEST(NonFinitePlanTest, FiniteInputsClampInsideTheLibraryKernel) {
   }
 }
 
+// A generated region counts as finite-preserving when its members are and its constants are
+// finite (DenseNet's Concat -> BN as Mul + Add -> Relu between convs), so the conv after it
+// clamps inside the library kernel on finite inputs; with an Exp, or an Inf among its constants,
+// the conv clamps in our own pass. Each plan computes what eager mode computes.
+TEST(NonFinitePlanTest, RegionsOfFinitePreservingOpsLetTheNextConvClamp) {
+  struct Case {
+    const char* activation;
+    const char* shift;
+    bool library_relu;
+  };
+  for (const Case& c : {Case{"Relu", "0.25", true}, Case{"Exp", "0.25", false}, Case{"Relu", "inf", false}}) {
+    SCOPED_TRACE(str_cat(c.activation, " shift ", c.shift));
+    const std::string text = str_cat(R"(graph @main opset 13 (%x: f32[1,16,8,8]) {
+  %w: f32[16,16,3,3] = const splat 0.02
+  %scale: f32[1,32,1,1] = const splat 0.5
+  %shift: f32[1,32,1,1] = const splat )", c.shift, R"(
+  %w1: f32[16,32,3,3] = const splat 0.03
+  %c0: f32[1,16,8,8] = Conv(%x, %w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv0
+  %cat: f32[1,32,8,8] = Concat(%c0, %x) {axis = 1} #cat
+  %s: f32[1,32,8,8] = Mul(%cat, %scale) #bn_scale
+  %t: f32[1,32,8,8] = Add(%s, %shift) #bn_shift
+  %u: f32[1,32,8,8] = )", c.activation, R"((%t) #act
+  %c1: f32[1,16,8,8] = Conv(%u, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv1
+  %y: f32[1,16,8,8] = Relu(%c1) #relu1
+  return %y
+})");
+    auto g = parse_graph(text);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    SessionOptions options;
+    options.level = OptLevel::kO2;
+    auto session = Session::create(g->clone(), options);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    const TensorMap finite = testing_graphs::random_inputs(*g, 3);
+    auto plan = session->plan_for(finite);
+    ASSERT_TRUE(plan.is_ok());
+    std::string conv1, region;
+    for (const std::string& step : (*plan)->describe_steps()) {
+      if (step.find("'conv1'") != std::string::npos) conv1 = step;
+      if (step.find("FusedRegion") != std::string::npos) region = step;
+    }
+    ASSERT_FALSE(region.empty()) << "the Concat, Mul, Add and activation form a generated region";
+    EXPECT_EQ(conv1.find("then relu") == std::string::npos, c.library_relu) << conv1 << "\n" << region;
+    auto want = run_eager(*g, finite);
+    auto got = session->run(finite);
+    ASSERT_TRUE(want.is_ok() && got.is_ok());
+    EXPECT_LE(max_relative_difference(*got, *want), 1e-4);
+  }
+}
+
 // What may hold NaN or Inf when the inputs are finite: what a Log makes and everything after it,
 // and what a constant holding NaN reaches, and divisions but those by constants of magnitude at
 // least 1; not what finite-preserving ops make of finite values.
