@@ -3,6 +3,7 @@
 // further up a chain (the intermediate then dies if nothing else reads it). A rule never moves
 // the uses of a graph output, so graph output names never change.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "ops/op_def.h"
@@ -142,6 +143,161 @@ bool transpose_chain_rule(Graph& graph, Node& node) {
   return true;
 }
 
+// Transpose pairs around ops that commute with a transposition. TensorFlow exports wrap the
+// NHWC ops between two convs in a pair:
+//   Transpose(0,2,3,1) -> Relu -> Add(bias[C]) -> Concat(axis 3, zeros) -> Transpose(0,3,1,2)
+// Elementwise and broadcast ops, Concat and Pad commute: f(T(x, p)) = T(f'(x), p), where f'
+// reads each constant transposed back (c' = T(c, p^-1) once c is aligned to the rank; a constant
+// of ones dims as it is), a Concat its axis p[a] and a Pad its pads permuted. So a Transpose q
+// closing a region of such ops opened only by Transposes p, with p then q the identity, leaves
+// the region computing on the untransposed values, and every transpose of the pair goes. Only
+// when nothing outside the region reads inside it: otherwise a transpose would remain anyway.
+
+// y = T(c, perm) for a constant of any dtype.
+Tensor permute_tensor(const Tensor& c, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> dims;
+  for (int64_t a : perm) dims.push_back(c.dim(a));
+  Tensor y = Tensor::zeros(c.dtype(), dims).value();
+  const std::vector<int64_t> in_strides = [&] {
+    std::vector<int64_t> st(c.dims().size(), 1);
+    for (int64_t i = static_cast<int64_t>(st.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * c.dim(i + 1);
+    return st;
+  }();
+  const size_t es = dtype_size(c.dtype());
+  const auto* src = static_cast<const uint8_t*>(c.raw_data());
+  auto* dst = static_cast<uint8_t*>(y.raw_data());
+  std::vector<int64_t> idx(dims.size(), 0);
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t from = 0;
+    for (size_t i = 0; i < dims.size(); ++i) from += idx[i] * in_strides[perm[i]];
+    std::memcpy(dst + o * es, src + from * es, es);
+    for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0 && ++idx[i] == dims[i]; --i) idx[i] = 0;
+  }
+  return y;
+}
+
+bool commutes_with_transpose(const Node& n) {
+  if (!n.domain().empty() || n.outputs().size() != 1) return false;
+  const FusionKind kind = n.def().kind;
+  if (kind == FusionKind::kElementwise || kind == FusionKind::kBroadcast || n.op_type() == "Concat") return true;
+  // Pad with constant pads over every axis (no `axes` input).
+  return n.op_type() == "Pad" && constant_data(n.input(1)) != nullptr && !n.has_input(3) &&
+         (!n.has_input(2) || constant_data(n.input(2)) != nullptr);
+}
+// Inputs that carry the region's data (Pad's pads and value are parameters).
+bool is_region_operand(const Node& n, size_t i) { return n.op_type() != "Pad" || i == 0; }
+
+bool transpose_pair_rule(Graph& graph, Node& node) {
+  const auto q = transpose_perm(node);
+  if (!q || node.output(0)->is_graph_output() || node.output(0)->uses().empty()) return false;
+  const int64_t rank = static_cast<int64_t>(q->size());
+  // The region above the closing transpose, and the transposes that open it.
+  std::vector<Node*> members, opens;
+  std::optional<std::vector<int64_t>> p;
+  std::vector<Value*> stack = {node.input(0)};
+  auto inside = [&](const Node* n) {
+    return n == &node || std::find(members.begin(), members.end(), n) != members.end();
+  };
+  while (!stack.empty()) {
+    Value* v = stack.back();
+    stack.pop_back();
+    Node* prod = v->producer();
+    if (prod == nullptr || v->is_graph_output()) return false;
+    if (std::find(members.begin(), members.end(), prod) != members.end() ||
+        std::find(opens.begin(), opens.end(), prod) != opens.end()) {
+      continue;
+    }
+    if (prod->domain().empty() && prod->op_type() == "Transpose") {
+      const auto perm = transpose_perm(*prod);
+      if (!perm || (p && *perm != *p)) return false;
+      p = perm;
+      opens.push_back(prod);
+      continue;
+    }
+    if (!commutes_with_transpose(*prod) || rank_of(prod->output(0)) != rank || members.size() >= 64) return false;
+    members.push_back(prod);
+    for (size_t i = 0; i < prod->inputs().size(); ++i) {
+      Value* in = prod->input(i);
+      if (in != nullptr && is_region_operand(*prod, i) && constant_data(in) == nullptr) stack.push_back(in);
+    }
+  }
+  if (!p || members.empty()) return false;
+  for (int64_t i = 0; i < rank; ++i) {
+    if ((*p)[(*q)[i]] != i) return false;  // p then q is not the identity
+  }
+  for (const std::vector<Node*>* group : {&members, &opens}) {
+    for (const Node* n : *group) {
+      for (const Use& u : n->output(0)->uses()) {
+        if (!inside(u.node)) return false;
+      }
+    }
+  }
+  // Constants of broadcast operands must align to the rank; Concat's must have it.
+  for (const Node* m : members) {
+    for (size_t i = 0; i < m->inputs().size(); ++i) {
+      const Tensor* c = is_region_operand(*m, i) && m->input(i) != nullptr ? constant_data(m->input(i)) : nullptr;
+      if (c != nullptr && (c->rank() > rank || (m->op_type() == "Concat" && c->rank() != rank))) return false;
+    }
+  }
+  std::vector<int64_t> inverse(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) inverse[(*p)[i]] = i;
+  // Every constant the region reads, as it reads it untransposed: made before anything changes.
+  struct Moved {
+    Node* node;
+    size_t input;
+    Tensor data;
+  };
+  std::vector<Moved> moved_constants;
+  for (Node* m : members) {
+    for (size_t i = 0; i < m->inputs().size(); ++i) {
+      const Tensor* c = m->input(i) != nullptr ? constant_data(m->input(i)) : nullptr;
+      if (c == nullptr || (m->op_type() == "Pad" && i != 1)) continue;
+      if (m->op_type() == "Pad") {
+        const std::vector<int64_t> pads = c->to_int_vector();
+        if (static_cast<int64_t>(pads.size()) != 2 * rank) return false;
+        std::vector<int64_t> moved(pads.size());
+        for (int64_t j = 0; j < rank; ++j) {
+          moved[j] = pads[inverse[j]];
+          moved[rank + j] = pads[rank + inverse[j]];
+        }
+        moved_constants.push_back({m, i, Tensor::from_vector<int64_t>({2 * rank}, moved)});
+        continue;
+      }
+      bool ones = true;
+      for (int64_t d : c->dims()) ones = ones && d == 1;
+      if (ones) continue;  // broadcasts alike either way
+      std::vector<int64_t> aligned(static_cast<size_t>(rank - c->rank()), 1);
+      aligned.insert(aligned.end(), c->dims().begin(), c->dims().end());
+      auto t = c->reshaped(aligned);
+      if (!t.is_ok()) return false;
+      moved_constants.push_back({m, i, permute_tensor(*t, inverse)});
+    }
+  }
+  for (Moved& mc : moved_constants) {
+    graph.set_input(mc.node, mc.input,
+                    graph.add_constant(mc.node->input(mc.input)->name() + "_untransposed", std::move(mc.data)));
+  }
+  for (Node* open : opens) {
+    for (const Use& u : std::vector<Use>(open->output(0)->uses())) {
+      graph.set_input(u.node, static_cast<size_t>(u.input_index), open->input(0));
+    }
+  }
+  for (Node* m : members) {
+    if (m->op_type() == "Concat") {
+      int64_t axis = AttrReader(*m).get_int("axis");
+      if (axis < 0) axis += rank;
+      m->attrs["axis"] = AttrValue((*p)[axis]);
+    }
+    Value* out = m->output(0);
+    if (out->shape) {
+      Shape moved;
+      for (int64_t j = 0; j < rank; ++j) moved.push_back((*out->shape)[inverse[j]]);
+      out->shape = std::move(moved);
+    }
+  }
+  return forward(graph, node, node.input(0));
+}
+
 // ---- Reshape -------------------------------------------------------------------------------
 
 // Only the last Reshape's target matters, unless it copies dims (0) from its input.
@@ -264,6 +420,8 @@ const std::vector<Rule>& rules() {
       {"Div", "Div(x, 1) -> x (shape and dtype of x kept)", div_one_rule},
       {"Transpose", "Transpose(x, identity) -> x", transpose_identity_rule},
       {"Transpose", "Transpose(Transpose(x, p), q) -> Transpose(x, p[q])", transpose_chain_rule},
+      {"Transpose", "Transpose(f(Transpose(x, p)), q) -> f'(x) when p then q is the identity and f is elementwise, broadcast, Concat and Pad ops",
+       transpose_pair_rule},
       {"Reshape", "Reshape(x, s) -> x when s is x's static shape", reshape_same_shape_rule},
       {"Reshape", "Reshape(Reshape(x, s1), s2) -> Reshape(x, s2) (s2 constant, no 0)",
        reshape_chain_rule},
