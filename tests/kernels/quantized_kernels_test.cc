@@ -102,6 +102,20 @@ void check_conv_integer(const IntConv& conv, const std::string& what) {
   check_against_reference(*c, "onednn.conv_integer", 0, 0);
 }
 
+// Below VNNI the f32 convolution runs oneDNN's direct kernel on the target's blocked layout
+// (nChw8c on AVX2), not its gemm convolution on plain NCHW (1.5-2x slower on IS-Net's convs).
+TEST(ConvertKernels, ConvIntegerBelowVnniRunsADirectF32Kernel) {
+  if (active_target().isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "VNNI: the int8 path runs";
+  auto c = make_case("ConvInteger",
+                     {In{{1, 32, 20, 20}, DType::kU8, {}, 0, 255}, In{{32, 32, 3, 3}, DType::kU8, random_ints<uint8_t>({32, 32, 3, 3}, 1)},
+                      In{{}, DType::kU8, {}, 0, 255}, In{{}, DType::kU8, Tensor::scalar<uint8_t>(120)}},
+                     {{"pads", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}}, 11);
+  const auto k = compile(*c);
+  EXPECT_TRUE(k->implementation().starts_with("f32 ")) << k->implementation();
+  EXPECT_EQ(k->implementation().find("gemm"), std::string::npos) << k->implementation();
+  check_against_reference(*c, "onednn.conv_integer", 0, 0);
+}
+
 TEST(ConvertKernels, ConvIntegerIsExactForEveryGeometryAndZeroPoint) {
   const Attributes same = {{"pads", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}};
   // uint8 weights with a zero point, as onnxruntime's dynamic quantizer writes them.
