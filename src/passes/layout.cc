@@ -170,6 +170,9 @@ class LayoutPass {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_channel_gather(*node));
       } else if (!node->domain().empty()) {
         return false;
+      } else if (op == "Transpose") {
+        return rewrite_transpose_to_nhwc(node);
+        return false;
       } else if (op == "MaxPool" || op == "AveragePool") {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_pool(*node));
       } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
@@ -480,6 +483,34 @@ class LayoutPass {
   }
 
   // ------------------------------------------------------------ rewrite
+
+  // Transpose(0,2,3,1) of a value with a blocked form: NCHW -> NHWC is the channels-last layout
+  // itself, [N,1,H,W,C] read as [N,H,W,C], so the Transpose becomes a Reshape (a view) of the
+  // value's nhwc form: the one a channels-last conv wrote (a detector head's output), or one
+  // Reblock instead of a FromBlocked and a transposition. Not part of the layout choice: it only
+  // reads what the choice made.
+  Result<bool> rewrite_transpose_to_nhwc(Node* node) {
+    if (dry_ != nullptr || !blocked(node->input(0))) return false;
+    const auto x = dims4(node->input(0));
+    const std::vector<int64_t> nhwc = {0, 2, 3, 1};
+    if (!x || !node->attrs.count("perm") || AttrReader(*node).get_ints("perm") != nhwc) return false;
+    block_ = 0;
+    OPFUSE_ASSIGN_OR_RETURN(Value * xn, to_blocked(node->input(0)));
+    Value* old_out = node->output(0);
+    const std::string node_name = node->name(), out_name = old_out->name(), what = node_label(*node);
+    Value* hold = graph_.add_value(out_name + "_layout_hold", old_out->dtype, old_out->shape);
+    graph_.replace_all_uses(old_out, hold);
+    OPFUSE_TRY(graph_.remove_node(node));
+    graph_.remove_dead_values();
+    const std::vector<int64_t> dims = {(*x)[0], (*x)[2], (*x)[3], (*x)[1]};
+    Value* shape = graph_.add_constant(out_name + "_nhwc_shape", Tensor::from_vector<int64_t>({4}, dims));
+    OPFUSE_ASSIGN_OR_RETURN(Node * r, graph_.add_node("Reshape", {xn, shape}, {out_name}, {}, node_name));
+    r->output(0)->dtype = DType::kF32;
+    r->output(0)->shape = make_shape(dims);
+    graph_.replace_all_uses(hold, r->output(0));
+    ctx_.decide(application(std::string(kPass), str_cat(what, " as a view of the nhwc layout"), {node_name}, node_name));
+    return true;
+  }
 
   // Builds the blocked node under `node`'s name, and FromBlocked under its output's name.
   Status replace(Node* node, Plan plan) {
