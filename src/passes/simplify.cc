@@ -178,8 +178,9 @@ Tensor permute_tensor(const Tensor& c, const std::vector<int64_t>& perm) {
 
 bool commutes_with_transpose(const Node& n) {
   if (!n.domain().empty() || n.outputs().size() != 1) return false;
-  const FusionKind kind = n.def().kind;
-  if (kind == FusionKind::kElementwise || kind == FusionKind::kBroadcast || n.op_type() == "Concat") return true;
+  // Ops with a scalar expression broadcast numpy-style; BatchNormalization, also elementwise,
+  // indexes its parameters by axis 1 and does not commute.
+  if (n.def().scalar != nullptr || n.op_type() == "Concat") return true;
   // Pad with constant pads over every axis (no `axes` input).
   return n.op_type() == "Pad" && constant_data(n.input(1)) != nullptr && !n.has_input(3) &&
          (!n.has_input(2) || constant_data(n.input(2)) != nullptr);
