@@ -19,6 +19,7 @@ KernelImpl fused_attention_kernel_impl();  // kernels/cpu/attention_kernel.cc
 KernelImpl control_flow_kernel(std::string_view op_type);  // kernels/cpu/control_flow_kernel.cc
 KernelImpl plain_max_pool_kernel();  // kernels/cpu/plain_pool.cc
 KernelImpl plain_avg_pool_kernel();  // kernels/cpu/plain_pool.cc
+KernelImpl channel_gather_kernel();  // kernels/cpu/channel_gather_kernel.cc
 namespace onednn {
 KernelImpl onednn_conv_integer_kernel();  // kernels/cpu/onednn_conv_integer.cc
 }
@@ -77,6 +78,8 @@ const std::vector<KernelImpl>& all_kernels() {
         rnn_lstm_kernel(),
         rnn_gru_kernel(),
         rnn_simple_kernel(),
+        // opfuse::ChannelGather (channel shuffles), its copy without a zero fill first.
+        channel_gather_kernel(),
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
