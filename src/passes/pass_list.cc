@@ -33,6 +33,8 @@ const std::vector<PassDef>& all_passes() {
        run_prune_conv_taps_pass},
       {"channel_gather", "turns chains of movement ops that only reorder whole channels (ShuffleNet's channel shuffle) into one opfuse::ChannelGather copy",
        run_channel_gather_pass},
+      {"merge_rnn_steps", "turns chains of one-step LSTM/GRU/RNN nodes (an unrolled loop over time) into one node over the whole sequence",
+       run_merge_rnn_steps_pass},
   };
   return passes;
 }

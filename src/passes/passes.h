@@ -20,5 +20,6 @@ Result<bool> run_region_fusion_pass(Graph& graph, PassContext& context);      //
 Result<bool> run_layout_pass(Graph& graph, PassContext& context);         // layout.cc
 Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context); // prune_conv_taps.cc
 Result<bool> run_channel_gather_pass(Graph& graph, PassContext& context);  // channel_gather.cc
+Result<bool> run_merge_rnn_steps_pass(Graph& graph, PassContext& context);  // merge_rnn_steps.cc
 
 }  // namespace opfuse

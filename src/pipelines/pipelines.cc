@@ -45,6 +45,10 @@ const PipelineStage kPruneConvTaps = {
 // the chains into index-table kernels.
 const PipelineStage kChannelGather = {{"channel_gather", "dce"}, false,
                                       "copy channel shuffles as one gather of whole channels"};
+// After pattern fusion (whose lstm_cell pattern makes the one-step LSTMs) and channel_gather
+// (which drops the Squeeze/Unsqueeze round trips between the steps' states).
+const PipelineStage kMergeRnnSteps = {{"merge_rnn_steps", "dce"}, false,
+                                      "merge an unrolled loop's one-step recurrences into one over the sequence"};
 // After the anchors took their epilogues: it rewrites FusedConvs into blocked ones.
 const PipelineStage kLayout = {
     {"layout", "dce"}, false,
@@ -65,9 +69,10 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes,        kFp16InFp32,
                                                 kCanonicalise,     kFoldBatchNorm, kRefreshShapes};
   static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,       kFp16InFp32,   kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns, kChannelGather, kRegionFusion, kRefreshShapes};
+                                                kFoldBatchNorm,    kFusePatterns, kChannelGather, kMergeRnnSteps,
+                                                kRegionFusion,     kRefreshShapes};
   static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns,  kChannelGather, kPruneConvTaps, kLayout,
+                                                kFoldBatchNorm,    kFusePatterns,  kChannelGather, kMergeRnnSteps, kPruneConvTaps, kLayout,
                                                 kRegionFusion,     kRefreshShapes};
   switch (level) {
     case OptLevel::kO0: return o0;

@@ -1,7 +1,9 @@
-// The unrolled LSTM cell pattern (patterns/lstm_cell.cc) numerically: three steps of a cell as
-// PyTorch exports nn.LSTMCell in a loop, with distinct weights in every row (a gate taken from the
-// wrong chunk changes the result), compiled at O2 and O3 against eager mode, for both Split gate
-// orders the structure can say. Each step must run as cpu.rnn, with no Split or Sigmoid left.
+// The unrolled LSTM cell pattern (patterns/lstm_cell.cc) and the step merge after it
+// (passes/merge_rnn_steps.cc) numerically: three steps of a cell as PyTorch exports nn.LSTMCell
+// in a loop, with distinct weights in every row (a gate taken from the wrong chunk changes the
+// result), compiled at O2 and O3 against eager mode, for both Split gate orders the structure can
+// say. The steps must run as one cpu.rnn over the sequence (their inputs stacked, every step's h
+// read back from Y), with no Split or Sigmoid left; with the merge switched off, as three.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -61,11 +63,31 @@ TEST(LstmCellPattern, UnrolledStepsRunAsLstmAndMatchEager) {
         return std::count_if(run.steps.begin(), run.steps.end(),
                              [&](const std::string& s) { return s.find(what) != std::string::npos; });
       };
-      EXPECT_EQ(count("cpu.rnn"), 3) << ::testing::PrintToString(run.steps);
+      EXPECT_EQ(count("cpu.rnn"), 1) << ::testing::PrintToString(run.steps);
       EXPECT_EQ(count("Split"), 0);
       EXPECT_EQ(count("Sigmoid"), 0);
     }
   }
+}
+
+TEST(LstmCellPattern, WithoutTheMergeEachStepIsOneLstm) {
+  auto g = parse_graph(unrolled_cell("ifgo"));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const TensorMap inputs = testing_graphs::random_inputs(*g, 5);
+  auto want = run_eager(*g, inputs);
+  ASSERT_TRUE(want.is_ok());
+  SessionOptions options;
+  options.level = OptLevel::kO2;
+  options.pipeline.fusion.disabled_rules.insert("merge_rnn_steps");
+  auto session = Session::create(std::move(*g), options);
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  auto plan = session->plan_for(inputs);
+  ASSERT_TRUE(plan.is_ok());
+  const auto steps = (*plan)->describe_steps();
+  EXPECT_EQ(std::count_if(steps.begin(), steps.end(), [](const std::string& s) { return s.find("cpu.rnn") != std::string::npos; }), 3);
+  auto got = session->run(inputs);
+  ASSERT_TRUE(got.is_ok());
+  EXPECT_LE(max_relative_difference(*got, *want), 1e-5);
 }
 
 }  // namespace
