@@ -10,7 +10,7 @@
 //
 // One node projects every step's input in one GEMM and keeps the weights packed across steps
 // (kernels/cpu/rnn_kernel.cc) instead of T kernel calls. Conditions: the same op, attributes and
-// W, R, B values (the lstm_cell pattern shares them), forward, no sequence lengths or peepholes,
+// W, R, B (the same values, as the lstm_cell pattern shares them, or equal constants), forward, no sequence lengths or peepholes,
 // each step's X one step; step k+1's initial state is exactly step k's final one, and an inner
 // step's final cell state is read by nothing else (the merged node only gives the last one). The
 // steps' inputs are stacked: a Slice of the tensor they were gathered from, when they are its
@@ -18,6 +18,7 @@
 // node computes the same steps in the same order.
 #include <algorithm>
 #include <concepts>
+#include <cstring>
 #include <type_traits>
 #include <variant>
 
@@ -69,6 +70,16 @@ bool same_attrs(const Attributes& a, const Attributes& b) {
   return true;
 }
 
+// The same value, or constants with the same bytes (a first step whose initial state is zero gets
+// its biases from another folded constant than the later steps).
+bool same_weights(const Value* a, const Value* b) {
+  if (a == b) return true;
+  const Tensor* ta = a != nullptr ? constant_data(a) : nullptr;
+  const Tensor* tb = b != nullptr ? constant_data(b) : nullptr;
+  return ta != nullptr && tb != nullptr && ta->dtype() == tb->dtype() && ta->dims() == tb->dims() &&
+         std::memcmp(ta->raw_data(), tb->raw_data(), ta->nbytes()) == 0;
+}
+
 Value* output_or_null(const Node& n, size_t i) { return i < n.outputs().size() ? n.output(i) : nullptr; }
 
 // The step after `n`: a step with the same op, attributes and weights whose initial state is
@@ -83,7 +94,7 @@ Node* next_step(const Node& n) {
       continue;
     }
     bool same = true;
-    for (size_t i : {kW, kR, kB}) same = same && m->input(i) == n.input(i);
+    for (size_t i : {kW, kR, kB}) same = same && same_weights(m->input(i), n.input(i));
     if (has_state_c(n)) same = same && output_or_null(n, 2) != nullptr && m->input(kInitialC) == n.output(2);
     if (same) return m;
   }

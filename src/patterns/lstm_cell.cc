@@ -39,6 +39,7 @@ struct Gates {
   std::vector<Product> products;
   std::vector<float> bias;          // 4H, the sum of every constant term
   std::vector<std::string> biases;  // their names
+  int64_t batch = 0;
 };
 
 // W as [rows, cols] from a constant stored [rows, cols] (transposed = false) or [cols, rows].
@@ -54,10 +55,17 @@ std::optional<Tensor> as_rows(const Tensor& w, bool transposed) {
   return Tensor::from_vector<float>({r, c}, out);
 }
 
+// A constant term: 4H values, or [B, 4H] with every row the same (h0 · R + b folded for a zero
+// initial state h0: the bias broadcast over the batch).
 bool add_bias(const Value* v, const Tensor& t, Gates& g) {
-  if (t.dtype() != DType::kF32 || static_cast<size_t>(t.numel()) != g.bias.size()) return false;
+  const int64_t n = static_cast<int64_t>(g.bias.size());
+  if (t.dtype() != DType::kF32 || (t.numel() != n && t.numel() != g.batch * n)) return false;
+  const float* data = t.data<float>();
+  for (int64_t i = n; i < t.numel(); ++i) {
+    if (data[i] != data[i % n]) return false;
+  }
   g.biases.push_back(v->name());
-  for (int64_t i = 0; i < t.numel(); ++i) g.bias[static_cast<size_t>(i)] += t.data<float>()[i];
+  for (int64_t i = 0; i < n; ++i) g.bias[static_cast<size_t>(i)] += data[i];
   return true;
 }
 
@@ -138,8 +146,25 @@ struct Cell {
   Gates gates;
   int64_t batch = 0, hidden = 0;
   const Product* x = nullptr;
-  const Product* h = nullptr;
+  const Product* h = nullptr;  // null: h0 is zero (its product folded into the biases)
 };
+
+// The recurrent weights of the step after the cell (a product reading h' through [4H, H]), for a
+// cell whose h0 is zero: sharing them lets merge_rnn_steps join the first step to the rest.
+std::optional<Product> read_next_r(const Value* h_next, int64_t hidden) {
+  for (const Use& u : h_next->uses()) {
+    const Node& n = *u.node;
+    if (u.input_index != 0 || !n.has_input(1)) continue;
+    const bool gemm = n.op_type() == "Gemm" || n.op_type() == "FusedGemm";
+    if (!gemm && n.op_type() != "MatMul" && n.op_type() != "FusedMatMul") continue;
+    const Tensor* w = constant_data(n.input(1));
+    auto rows = w != nullptr ? as_rows(*w, !gemm || AttrReader(n).get_int("transB") == 0) : std::nullopt;
+    if (rows && rows->dim(0) == 4 * hidden && rows->dim(1) == hidden) {
+      return Product{nullptr, std::move(*rows), n.input(1)->name()};
+    }
+  }
+  return std::nullopt;
+}
 std::optional<Cell> read_cell(const Match& m) {
   Cell cell;
   auto chunks = chunks_of(m);
@@ -150,22 +175,27 @@ std::optional<Cell> read_cell(const Match& m) {
   cell.batch = (*gd)[0];
   cell.hidden = (*gd)[1] / 4;
   cell.gates.bias.assign(static_cast<size_t>(4 * cell.hidden), 0.0f);
+  cell.gates.batch = cell.batch;
   if (chunks->gates->uses().size() != 1 || !collect_terms(chunks->gates, cell.gates, true)) return std::nullopt;
-  if (cell.gates.products.size() != 2) return std::nullopt;
+  const size_t products = cell.gates.products.size();
+  if (products != 1 && products != 2) return std::nullopt;
   // The recurrent product reads [B, H] through [4H, H]; with I = H either order is the same step.
-  for (int first : {0, 1}) {
-    const Product& a = cell.gates.products[static_cast<size_t>(first)];
-    const Product& b = cell.gates.products[static_cast<size_t>(1 - first)];
-    const auto ad = known_dims(a.input), bd = known_dims(b.input);
-    if (!ad || !bd || ad->size() != 2 || bd->size() != 2 || a.input->dtype != DType::kF32 || b.input->dtype != DType::kF32) {
-      return std::nullopt;
+  // One product: the initial state h0 is zero and h0 · R folded into a constant (an exporter's
+  // zeros-initialised loop); then any R is exact, and the next step's is taken (read_next_r).
+  for (size_t first = 0; first < products; ++first) {
+    const Product& a = cell.gates.products[first];
+    const Product* b = products == 2 ? &cell.gates.products[1 - first] : nullptr;
+    const auto ad = known_dims(a.input);
+    if (!ad || ad->size() != 2 || a.input->dtype != DType::kF32) return std::nullopt;
+    bool fits = a.weight.dim(0) == 4 * cell.hidden && (*ad)[0] == cell.batch && (*ad)[1] == a.weight.dim(1);
+    if (b != nullptr) {
+      const auto bd = known_dims(b->input);
+      fits = fits && bd && b->input->dtype == DType::kF32 && b->weight.dim(0) == 4 * cell.hidden &&
+             b->weight.dim(1) == cell.hidden && *bd == std::vector<int64_t>{cell.batch, cell.hidden};
     }
-    const bool fits = b.weight.dim(0) == 4 * cell.hidden && b.weight.dim(1) == cell.hidden &&
-                      (*bd) == std::vector<int64_t>{cell.batch, cell.hidden} && a.weight.dim(0) == 4 * cell.hidden &&
-                      (*ad)[0] == cell.batch && (*ad)[1] == a.weight.dim(1);
     if (fits) {
       cell.x = &a;
-      cell.h = &b;
+      cell.h = b;
       break;
     }
   }
@@ -215,7 +245,13 @@ Result<Node*> rewrite_cell(Graph& graph, const Match& m) {
     return v != nullptr && v->is_constant() ? v : graph.add_constant(key, make());
   };
   Value* w = shared(cell->x->source + order + "_W", [&] { return onnx_rows(cell->x->weight, chunks, hidden); });
-  Value* r = shared(cell->h->source + order + "_R", [&] { return onnx_rows(cell->h->weight, chunks, hidden); });
+  Value* r = nullptr;
+  std::optional<Product> next_r = cell->h == nullptr ? read_next_r(m.root->output(0), hidden) : std::nullopt;
+  if (const Product* rp = cell->h != nullptr ? cell->h : next_r ? &*next_r : nullptr) {
+    r = shared(rp->source + order + "_R", [&] { return onnx_rows(rp->weight, chunks, hidden); });
+  } else {
+    r = graph.add_constant(name + "_lstm_R", Tensor::zeros(DType::kF32, {1, 4 * hidden, hidden}).value());
+  }
   std::string bias_key;
   for (const std::string& b : cell->gates.biases) bias_key += (bias_key.empty() ? "" : "+") + b;
   Value* bv = shared(bias_key + order + "_B", [&] {
@@ -235,7 +271,13 @@ Result<Node*> rewrite_cell(Graph& graph, const Match& m) {
     return out;
   };
   OPFUSE_ASSIGN_OR_RETURN(Value * x3, unsqueeze(cell->x->input, "x"));
-  OPFUSE_ASSIGN_OR_RETURN(Value * h3, unsqueeze(cell->h->input, "h"));
+  Value* h3 = nullptr;
+  if (cell->h != nullptr) {
+    OPFUSE_ASSIGN_OR_RETURN(h3, unsqueeze(cell->h->input, "h"));
+  } else {
+    h3 = shared(str_cat("lstm_zero_state_", cell->batch, "x", hidden),
+                [&] { return Tensor::zeros(DType::kF32, {1, cell->batch, hidden}).value(); });
+  }
   OPFUSE_ASSIGN_OR_RETURN(Value * c3, unsqueeze(m.value("c"), "c"));
   Attributes attrs;
   attrs["hidden_size"] = AttrValue(hidden);

@@ -195,5 +195,28 @@ TEST(ZooPassesBertTest, O1FoldsAllShapeArithmeticWithBatchBound) {
             << " nodes\n";
 }
 
+// lstm_cell_loop: PyTorch unrolls its nn.LSTMCell loop (8 steps from a zero state) into Gemm /
+// Split / Sigmoid / Tanh chains; at O2 the lstm_cell pattern and merge_rnn_steps leave one LSTM
+// over all 8 steps, the first one included (its h0 · R folded into a constant).
+TEST(ZooPassesLstmTest, UnrolledCellLoopBecomesOneLstm) {
+  if (!manifest().contains("lstm_cell_loop")) GTEST_SKIP() << "no lstm_cell_loop in " << zoo_dir();
+  auto model = load_model("lstm_cell_loop");
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  auto want = run_eager(model->graph, model->inputs);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  Graph g = model->graph.clone();
+  PassContext ctx;
+  PipelineOptions options;
+  options.verify_after_each = true;
+  ASSERT_TRUE(run_pipeline(g, OptLevel::kO2, options, ctx).is_ok());
+  EXPECT_EQ(count_op(g, "LSTM"), 1);
+  EXPECT_EQ(count_op(g, "Split"), 0);
+  EXPECT_EQ(count_op(g, "Sigmoid"), 0);
+  auto got = run_eager(g, model->inputs);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  std::string problem;
+  EXPECT_LE(relative_diff(*got, *want, problem), kTolerance) << problem;
+}
+
 }  // namespace
 }  // namespace opfuse

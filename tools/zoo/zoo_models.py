@@ -410,6 +410,27 @@ class MlpBlocks(nn.Module):
         return x
 
 
+class LstmCellLoop(nn.Module):
+    """nn.LSTMCell stepped through time in a Python loop from a zero state, as sequence models
+    written step by step do: the export unrolls every step into Gemm/Split/Sigmoid/Tanh/Mul chains
+    (opfuse's lstm_cell pattern and merge_rnn_steps make them one LSTM), then a linear head."""
+
+    def __init__(self, inp=32, hidden=64, steps=8, classes=10):
+        super().__init__()
+        self.cell = nn.LSTMCell(inp, hidden)
+        self.head = nn.Linear(hidden, classes)
+        self.steps = steps
+
+    def forward(self, x):  # x: [steps, batch, inp]
+        h = x.new_zeros(x.shape[1], self.cell.hidden_size)
+        c = h
+        outs = []
+        for t in range(self.steps):
+            h, c = self.cell(x[t], (h, c))
+            outs.append(h)
+        return self.head(torch.stack(outs))
+
+
 # --------------------------------------------------------------------------------------------
 # Wrappers and builders
 # --------------------------------------------------------------------------------------------
@@ -506,6 +527,11 @@ def build_mlp():
     return model.eval(), inputs
 
 
+def build_lstm_cell_loop():
+    model = LstmCellLoop()
+    return model.eval(), [("input", torch.randn(8, 2, 32))]
+
+
 def build_mlp_blocks(batch):
     model = MlpBlocks()
     init_variance_preserving(model)
@@ -552,3 +578,4 @@ _reg("bert_tiny_ids", "tiny", build_bert, ["output"], layers=2, hidden=128, head
      use_mask=True, token_ids=True)
 _reg("yolov5_tiny", "tiny", build_yolov5, ["output"], width=0.125, depth=0.33, size=128)
 _reg("mlp", "tiny", build_mlp, ["output"])
+_reg("lstm_cell_loop", "tiny", build_lstm_cell_loop, ["output"])
