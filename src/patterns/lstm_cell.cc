@@ -145,8 +145,9 @@ struct Cell {
   Chunks chunks;
   Gates gates;
   int64_t batch = 0, hidden = 0;
-  const Product* x = nullptr;
-  const Product* h = nullptr;  // null: h0 is zero (its product folded into the biases)
+  int x_index = -1, h_index = -1;  // into gates.products; h -1: h0 is zero (folded into the biases)
+  const Product* x() const { return x_index < 0 ? nullptr : &gates.products[static_cast<size_t>(x_index)]; }
+  const Product* h() const { return h_index < 0 ? nullptr : &gates.products[static_cast<size_t>(h_index)]; }
 };
 
 // The recurrent weights of the step after the cell (a product reading h' through [4H, H]), for a
@@ -194,12 +195,12 @@ std::optional<Cell> read_cell(const Match& m) {
              b->weight.dim(1) == cell.hidden && *bd == std::vector<int64_t>{cell.batch, cell.hidden};
     }
     if (fits) {
-      cell.x = &a;
-      cell.h = b;
+      cell.x_index = static_cast<int>(first);
+      cell.h_index = b != nullptr ? static_cast<int>(1 - first) : -1;
       break;
     }
   }
-  if (cell.x == nullptr) return std::nullopt;
+  if (cell.x_index < 0) return std::nullopt;
   const auto cd = known_dims(m.value("c"));
   if (!cd || *cd != std::vector<int64_t>{cell.batch, cell.hidden} || m.value("c")->dtype != DType::kF32) {
     return std::nullopt;
@@ -244,10 +245,10 @@ Result<Node*> rewrite_cell(Graph& graph, const Match& m) {
     Value* v = graph.find_value(key);
     return v != nullptr && v->is_constant() ? v : graph.add_constant(key, make());
   };
-  Value* w = shared(cell->x->source + order + "_W", [&] { return onnx_rows(cell->x->weight, chunks, hidden); });
+  Value* w = shared(cell->x()->source + order + "_W", [&] { return onnx_rows(cell->x()->weight, chunks, hidden); });
   Value* r = nullptr;
-  std::optional<Product> next_r = cell->h == nullptr ? read_next_r(m.root->output(0), hidden) : std::nullopt;
-  if (const Product* rp = cell->h != nullptr ? cell->h : next_r ? &*next_r : nullptr) {
+  std::optional<Product> next_r = cell->h() == nullptr ? read_next_r(m.root->output(0), hidden) : std::nullopt;
+  if (const Product* rp = cell->h() != nullptr ? cell->h() : next_r ? &*next_r : nullptr) {
     r = shared(rp->source + order + "_R", [&] { return onnx_rows(rp->weight, chunks, hidden); });
   } else {
     r = graph.add_constant(name + "_lstm_R", Tensor::zeros(DType::kF32, {1, 4 * hidden, hidden}).value());
@@ -270,10 +271,10 @@ Result<Node*> rewrite_cell(Graph& graph, const Match& m) {
     out->shape = make_shape(d);
     return out;
   };
-  OPFUSE_ASSIGN_OR_RETURN(Value * x3, unsqueeze(cell->x->input, "x"));
+  OPFUSE_ASSIGN_OR_RETURN(Value * x3, unsqueeze(cell->x()->input, "x"));
   Value* h3 = nullptr;
-  if (cell->h != nullptr) {
-    OPFUSE_ASSIGN_OR_RETURN(h3, unsqueeze(cell->h->input, "h"));
+  if (cell->h() != nullptr) {
+    OPFUSE_ASSIGN_OR_RETURN(h3, unsqueeze(cell->h()->input, "h"));
   } else {
     h3 = shared(str_cat("lstm_zero_state_", cell->batch, "x", hidden),
                 [&] { return Tensor::zeros(DType::kF32, {1, cell->batch, hidden}).value(); });

@@ -126,7 +126,8 @@ std::optional<dnnl::convolution_forward::primitive_desc> f32_conv_pd(const Geome
       active_target().channel_block() == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
   const memory::format_tag plain = memory::format_tag::nchw;
   const std::pair<memory::format_tag, memory::format_tag> layouts[] = {{blocked, blocked}, {plain, blocked}, {plain, plain}};
-  for (const auto& [src_tag, dst_tag] : layouts) {
+  for (const auto& layout : layouts) {
+    const memory::format_tag src_tag = layout.first, dst_tag = layout.second;
     auto pd = try_dnnl<std::optional<dnnl::convolution_forward::primitive_desc>>(
         [&]() -> std::optional<dnnl::convolution_forward::primitive_desc> {
           const dnnl::convolution_forward::desc d(
