@@ -125,7 +125,7 @@ class MergeRnnSteps {
     std::vector<const Node*> done;
     for (Node* first : graph_.nodes()) {
       if (!is_step(*first) || std::find(done.begin(), done.end(), first) != done.end()) continue;
-      // Only from a chain's first step: one no step of the same chain precedes.
+      // Chains are walked from their first step: one that no step of the same chain precedes.
       const Value* h0 = first->input(kInitialH);
       if (h0->producer() != nullptr && is_step(*h0->producer()) && next_step(*h0->producer()) == first) continue;
       std::vector<Node*> chain = {first};
