@@ -54,7 +54,9 @@ TEST(ControlFlow, IfOnARunTimeConditionRunsTheTakenBranchAtEveryLevel) {
         in["x"] = random_inputs(g, 3).at("x");
         return in;
       });
-      EXPECT_EQ(run.diff, 0.0);
+      // Not bit for bit: a generated kernel's Sigmoid may differ from the reference in the last
+      // bit, by vector width (AVX2 against AVX-512).
+      EXPECT_LE(run.diff, 1e-6);
       EXPECT_TRUE(has_step(run, "If node 'gate'")) << ::testing::PrintToString(run.steps);
       EXPECT_TRUE(has_step(run, "control_flow.compiled_bodies")) << ::testing::PrintToString(run.steps);
       // The outputs of the branch taken, checked by hand on one element.
