@@ -19,6 +19,8 @@ const std::vector<PassDef>& all_passes() {
        run_fp16_in_fp32_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
+      {"flush_denormal_weights", "sets the denormal float32 weights of Conv/MatMul/Gemm/RNNs (below 1.2e-38) to zero: each costs a microcode assist per multiply on Intel cores",
+       run_flush_denormal_weights_pass},
       {"expand_composites", "inlines composite ops (user-defined subgraph ops) so their bodies fuse with their neighbours",
        run_expand_composites_pass},
       {"fuse_patterns", "every fusion pattern (src/patterns): composites (GELU ...), anchor epilogues (Conv/MatMul/Gemm + bias, activations, residual Add), Focus",

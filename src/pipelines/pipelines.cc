@@ -30,6 +30,10 @@ const PipelineStage kCanonicalise = {
 // After canonicalisation, so BN parameters computed from constants are constants by now.
 const PipelineStage kFoldBatchNorm = {{"fold_batchnorm", "dce"}, false,
                                       "fold inference BatchNormalization into its Conv/Gemm/MatMul"};
+// After BN folding, whose products of scales and weights can be denormal too. At every level:
+// an output moves by at most (flushed weights) * 1.2e-38 * max |x| (passes/flush_denormal_weights.cc).
+const PipelineStage kFlushDenormalWeights = {{"flush_denormal_weights", "dce"}, false,
+                                             "set denormal weights to zero (slow on Intel cores)"};
 // After BN folding, so every Conv+BN+Relu is a Conv+Relu by now. One greedy driver runs every
 // pattern: composites (GELU) become one op, which anchors then absorb with the rest of their
 // elementwise chain (bias, scale, activations, residual Add).
@@ -67,13 +71,14 @@ const PipelineStage kRefreshShapes = {{"infer_shapes"}, false, "refresh shapes f
 const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o0 = {kShapesOnly, kStaticShapes};
   static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes,        kFp16InFp32,
-                                                kCanonicalise,     kFoldBatchNorm, kRefreshShapes};
+                                                kCanonicalise,     kFoldBatchNorm, kFlushDenormalWeights,
+                                                kRefreshShapes};
   static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,       kFp16InFp32,   kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns, kChannelGather, kMergeRnnSteps,
-                                                kRegionFusion,     kRefreshShapes};
+                                                kFoldBatchNorm,    kFlushDenormalWeights, kFusePatterns, kChannelGather,
+                                                kMergeRnnSteps,    kRegionFusion, kRefreshShapes};
   static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kCanonicalise,
-                                                kFoldBatchNorm,    kFusePatterns,  kChannelGather, kMergeRnnSteps, kPruneConvTaps, kLayout,
-                                                kRegionFusion,     kRefreshShapes};
+                                                kFoldBatchNorm,    kFlushDenormalWeights, kFusePatterns,  kChannelGather,
+                                                kMergeRnnSteps,    kPruneConvTaps, kLayout, kRegionFusion, kRefreshShapes};
   switch (level) {
     case OptLevel::kO0: return o0;
     case OptLevel::kO1: return o1;
