@@ -40,6 +40,29 @@ TEST(HwyRows, SoftmaxAndLogSoftmax) {
   }
 }
 
+// Rows of up to 8 elements run a vector of rows at a time (one lane per row): whole vectors,
+// leftover rows and every special in some lane, at both vector widths.
+TEST(HwyRows, SoftmaxOfShortRows) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    const std::string name = std::string(op) == "Softmax" ? "hwy.softmax" : "hwy.log_softmax";
+    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
+             {1, 4420, 2}, {37, 5}, {100, 1}, {19, 8}, {3, 11, 3}, {60, 60, 60, 60}}) {
+      SCOPED_TRACE(str_cat(op, " ", dims_to_string(dims)));
+      check_against_reference(*make_case(op, {In{dims, DType::kF32, {}, -30, 30}}), name);
+    }
+    // Rows of 3, 40 of them (two 16-lane vectors and 8 left over; five 8-lane vectors): NaN,
+    // +inf, -inf, all -inf, large logits and denormals, each in a different lane.
+    std::vector<float> v(40 * 3);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 7) - 3.0f;
+    const std::vector<std::pair<size_t, std::vector<float>>> specials = {
+        {1, {nan, 0, 1}}, {6, {inf, 2, 3}}, {9, {-inf, 2, 3}}, {14, {-inf, -inf, -inf}}, {17, {80, 85, 90}},
+        {22, {1e-40f, -1e-39f, 0}}, {31, {2, nan, inf}}, {38, {-inf, inf, 0}}};
+    for (const auto& [row, values] : specials) std::copy(values.begin(), values.end(), v.begin() + row * 3);
+    check_against_reference(*make_case(op, {In{{40, 3}, DType::kF32, {}, 0, 0, v}}), name);
+  }
+}
+
 TEST(HwyRows, SoftmaxInPlace) {
   auto c = make_case("Softmax", {In{{6, 77}}});
   auto k = compile(*c);
