@@ -48,7 +48,11 @@ TEST(HwyLayout, Slice) {
                                            {{4, 5, 6}, {3}, {3}, {1}, {1}},
                                            {{1, 128, 768}, {0}, {1}, {1}, {1}},
                                            {{1, 128, 2304}, {768}, {1536}, {2}, {1}},
-                                           {{7}, {-2}, {INT64_MAX}, {0}, {1}}}) {
+                                           {{7}, {-2}, {INT64_MAX}, {0}, {1}},
+                                           // A detector's boxes cut into pairs (runs of 2),
+                                           // and every other column of short rows.
+                                           {{1, 4420, 4}, {2}, {4}, {2}, {1}},
+                                           {{3, 50, 6}, {1}, {6}, {2}, {2}}}) {
     SCOPED_TRACE(dims_to_string(t.x));
     std::vector<In> ins = {In{t.x}, const_ints(t.starts), const_ints(t.ends)};
     if (!t.axes.empty()) ins.push_back(const_ints(t.axes));
@@ -64,6 +68,9 @@ TEST(HwyLayout, Concat) {
                           "hwy.concat", 0, 0);
   check_against_reference(*make_case("Concat", {In{{64, 300}}, In{{64, 700}}}, {{"axis", AttrValue(int64_t{-1})}}),
                           "hwy.concat", 0, 0);
+  // Runs of 2 and 3 floats per row (a detector's box corners), copied by the short-run loop.
+  check_against_reference(*make_case("Concat", {In{{1, 4420, 2}}, In{{1, 4420, 3}}, In{{1, 4420, 9}}},
+                                     {{"axis", AttrValue(int64_t{2})}}), "hwy.concat", 0, 0);
 }
 
 TEST(HwyLayout, Gather) {
