@@ -10,6 +10,7 @@
 
 #include "kernels/omp_threads.h"
 #include "ops/op_def.h"
+#include "runtime/flush_denormals.h"
 #include "runtime/non_finite.h"
 
 namespace opfuse {
@@ -32,6 +33,7 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   std::unique_ptr<CompiledPlan> plan(new CompiledPlan());
   plan->graph_ = std::move(graph);
   plan->threads_ = options.threads;
+  plan->flush_denormals_ = options.flush_denormals;
   OPFUSE_TRY(plan->assign_slots(options));
   const std::vector<bool> dropped = plan->plan_concat_and_split_in_place();
   plan->plan_in_place(dropped);
@@ -400,6 +402,7 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
     }
   }
   if (threads_ > 0) omp_set_num_threads(threads_);
+  const ScopedFlushDenormals flush(flush_denormals_);
   Status status;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point run_start = Clock::now();

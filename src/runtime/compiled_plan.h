@@ -27,6 +27,8 @@ namespace opfuse {
 
 struct CompileOptions {
   int threads = 0;  // OpenMP threads per run; 0 keeps the process default
+  // Run with denormals flushed to zero (runtime/flush_denormals.h).
+  bool flush_denormals = false;
   // The plan will only be run on inputs whose floats are all finite (runtime/non_finite.h):
   // kernels of nodes that cannot then see NaN or Inf need not keep their semantics.
   bool inputs_finite = false;
@@ -119,6 +121,7 @@ class CompiledPlan {
 
   std::shared_ptr<const Graph> graph_;
   int threads_ = 0;
+  bool flush_denormals_ = false;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   std::vector<BufferRequest> buffers_;

@@ -166,6 +166,7 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   OPFUSE_TRY(verify_graph(graph));
   CompileOptions compile;
   compile.threads = options_.threads;
+  compile.flush_denormals = options_.flush_denormals;
   compile.inputs_finite = inputs_finite;
   if (const auto& tuning = options_.pipeline.fusion.tuning) {
     compile.kernels = &tuning->kernels;

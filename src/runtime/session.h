@@ -28,6 +28,9 @@ struct SessionOptions {
   ExecutionMode mode = ExecutionMode::kGraph;
   OptLevel level = OptLevel::kO1;
   int threads = 0;  // 0: OpenMP's default (all cores)
+  // Graph mode: run with the CPU's denormals-as-zero modes (runtime/flush_denormals.h). Off:
+  // exact IEEE arithmetic, as eager mode always is.
+  bool flush_denormals = false;
   PipelineOptions pipeline;  // --print-after-all, --passes
   // The CPU tier to compile for ("native", "avx2", ...; core/target.h). Process-wide, since
   // oneDNN's ISA cap is: empty takes the active target, a tier differs from an earlier choice is

@@ -66,6 +66,9 @@ void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view defa
   group->add_option("--tuning", flags.tuning,
                     "tuning record from 'opfuse tune' for this model and target: replay its measured choices");
   cmd->add_option("--threads", flags.threads, "OpenMP threads (0: all cores)")->default_val(0);
+  cmd->add_flag("--flush-denormals", flags.flush_denormals,
+                "graph mode: run with denormal floats flushed to zero (an error below 1.2e-38; "
+                "denormals cost a microcode assist per instruction on Intel cores)");
   cmd->add_flag("--print-after-all", flags.print_after_all,
                 "print the graph (text IR) after every pass that changed it, to stderr");
   cmd->add_option("--passes", flags.passes, "run exactly these passes (comma-separated) instead of the level's pipeline");
@@ -148,6 +151,7 @@ Result<SessionOptions> session_options(const SessionFlags& flags) {
   options.pipeline.fusion = std::move(fusion.config);
   if (flags.threads < 0) return Status::user_error("--threads must be 0 or more");
   options.threads = flags.threads;
+  options.flush_denormals = flags.flush_denormals;
   if (flags.print_after_all) options.pipeline.print_after_all = &std::cerr;
   if (!flags.passes.empty()) {
     std::vector<std::string> names;

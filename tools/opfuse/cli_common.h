@@ -22,7 +22,7 @@ void add_limit_flags(CLI::App* cmd, LimitFlags& flags);
 // Applies the allocation cap (process-wide) and loads the model with the weight caps.
 Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
 
-// --mode --level --threads --print-after-all --passes (and the limit flags): how every running
+// --mode --level --threads --flush-denormals --print-after-all --passes (and the limit flags): how every running
 // command builds its Session.
 // The fusion flags (--disable RULE, --enable-only RULE, --disable-op TYPE, --exclude GLOB,
 // --region-threshold, --max-region-nodes, --region-table-budget, --fusion-config FILE, --tuning FILE) fill
@@ -31,6 +31,7 @@ struct SessionFlags {
   std::string mode = "graph";
   std::string level = "O1";
   int threads = 0;
+  bool flush_denormals = false;
   bool print_after_all = false;
   std::string passes;
   std::vector<std::string> disable, enable_only, disable_op, exclude;
