@@ -507,11 +507,16 @@ TEST(OneDnnThreads, SmallWorkRunsOnOneThread) {
                          conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 1));
   auto large = make_node("Conv", {in(random_tensor({1, 64, 56, 56}, gen)), cst(random_tensor({64, 64, 3, 3}, gen))},
                          conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 1));
+  // A depthwise conv of few FLOPs (192 x 28 x 28, 3x3 stride 2: 0.7 MFLOP) but 750 KB of input
+  // and output runs at memory speed (~30 us on one core): every thread.
+  auto depthwise = make_node("Conv", {in(random_tensor({1, 192, 28, 28}, gen)), cst(random_tensor({192, 1, 3, 3}, gen))},
+                             conv_attrs({2, 2}, {1, 1}, {1, 1, 1, 1}, 192));
   EXPECT_EQ(onednn::threads_for_work(*small->node), 1);
   EXPECT_EQ(onednn::threads_for_work(*large->node), 0);
+  EXPECT_EQ(onednn::threads_for_work(*depthwise->node), 0);
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
-  for (const auto* n : {small.get(), large.get()}) {
+  for (const auto* n : {small.get(), large.get(), depthwise.get()}) {
     auto k = create_kernel(n->context());
     ASSERT_TRUE(k.is_ok()) << k.status().message();
     EXPECT_EQ((*k)->name(), "onednn.conv");

@@ -145,11 +145,26 @@ void add_layout_reorders(PrimitivePlan& plan, const dnnl::memory::desc& plain_sr
 // faster on one thread and two threads won from ~4 MFLOP (~20 us on one core). The crossover is
 // a time, so it scales with the per-core FLOP rate: half the FLOPs on 32-byte vectors.
 constexpr double kSerialFlopsPerVectorByte = 3e6 / 64;
+// FLOPs undercount ops that do little arithmetic per byte: a depthwise conv does ~18 FLOPs per
+// element it reads and runs at memory speed, so a 14x14x384 one (1.4 MFLOP) takes ~30 us on one
+// core. Above this many bytes of input and output an op runs on every thread whatever its FLOPs:
+// on a Xeon (2 threads) MobileNetV2's depthwise convs took 1.3-1.6x ORT's time on one thread.
+constexpr double kSerialBytes = 256 * 1024;
+
+double value_bytes(const Value* v) {
+  if (v == nullptr || !v->shape) return 0;
+  const auto dims = static_dims(*v->shape);
+  if (!dims) return 0;
+  double n = static_cast<double>(dtype_size(v->dtype));
+  for (int64_t d : *dims) n *= static_cast<double>(d);
+  return n;
+}
 
 int threads_for_work(const Node& node) {
   if (node.def().flops == nullptr) return 0;
   const double flops = static_cast<double>(node.def().flops(node));
-  return flops > 0 && flops < kSerialFlopsPerVectorByte * active_target().vector_bytes() ? 1 : 0;
+  const double bytes = value_bytes(node.input(0)) + value_bytes(node.output(0));
+  return flops > 0 && flops < kSerialFlopsPerVectorByte * active_target().vector_bytes() && bytes < kSerialBytes ? 1 : 0;
 }
 
 Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& node,
