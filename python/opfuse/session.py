@@ -50,8 +50,10 @@ _LEVEL_OF_ORT_LEVEL = {
 class SessionOptions:
     """onnxruntime's SessionOptions, for code that passes one.
 
-    Two settings have an effect: intra_op_num_threads (opfuse's threads; 0: all cores) and
-    graph_optimization_level (mapped as GraphOptimizationLevel says). Any other attribute an
+    Three settings have an effect: intra_op_num_threads (opfuse's threads; 0: all cores),
+    graph_optimization_level (mapped as GraphOptimizationLevel says) and the config entry
+    "session.set_denormal_as_zero" = "1" (add_session_config_entry: runs flush denormals to
+    zero, as InferenceSession's flush_denormals=True). Any other attribute or entry an
     onnxruntime script sets (log_severity_level, enable_profiling ...) is accepted and has no
     effect; docs/python.md lists them. A real onnxruntime.SessionOptions is read the same way.
     """
@@ -60,6 +62,13 @@ class SessionOptions:
         self.intra_op_num_threads = 0
         self.inter_op_num_threads = 0
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._config_entries = {}
+
+    def add_session_config_entry(self, key, value):
+        self._config_entries[str(key)] = str(value)
+
+    def get_session_config_entry(self, key):
+        return self._config_entries[str(key)]
 
 
 class NodeArg:
@@ -115,6 +124,14 @@ def _ort_level(sess_options):
         raise InvalidArgument(f"sess_options.graph_optimization_level {level!r} is not an onnxruntime level") from None
 
 
+def _denormals_as_zero(sess_options):
+    """onnxruntime's "session.set_denormal_as_zero" entry, from ours or a real SessionOptions."""
+    try:
+        return sess_options.get_session_config_entry("session.set_denormal_as_zero") == "1"
+    except (AttributeError, KeyError, RuntimeError):  # no such entry (onnxruntime raises RuntimeError)
+        return False
+
+
 def _fusion_arguments(fusion):
     """The fusion config as (JSON text, file path): a dict is serialised, a path is read by C++."""
     if fusion is None:
@@ -141,7 +158,8 @@ class InferenceSession:
     """A model loaded and compiled by opfuse, run on numpy arrays.
 
     InferenceSession(path_or_bytes, sess_options=None, providers=None, provider_options=None, *,
-                     level=None, threads=0, target=None, fusion=None, tuning=None)
+                     level=None, threads=0, target=None, fusion=None, tuning=None,
+                     flush_denormals=False)
 
     path_or_bytes: an ONNX file (str or os.PathLike) or a serialized model (bytes).
     level: "O0" ... "O3"; None: the fusion config's level if it names one, else (without a
@@ -151,6 +169,9 @@ class InferenceSession:
         None: this CPU, capped by OPFUSE_TARGET when set. One tier per process.
     fusion: a fusion config, as a dict or a JSON file (the CLI's --fusion-config: docs/cli.md).
     tuning: a tuning record file made by `opfuse tune` for this model and CPU tier.
+    flush_denormals: run with denormal floats flushed to zero (the CLI's --flush-denormals: an
+        error below 1.2e-38; each denormal costs a microcode assist on Intel cores); also set by
+        sess_options' "session.set_denormal_as_zero" entry = "1".
     sess_options, providers, provider_options: onnxruntime's; providers may only name
         'CPUExecutionProvider' (as a string or a (name, options) tuple).
 
@@ -169,8 +190,11 @@ class InferenceSession:
         target=None,
         fusion=None,
         tuning=None,
+        flush_denormals=False,
     ):
         _check_providers(providers, provider_options)
+        if not isinstance(flush_denormals, bool):
+            raise TypeError(f"flush_denormals must be a bool, given {type(flush_denormals).__name__}")
         if level is not None and not isinstance(level, str):
             raise TypeError(f"level must be a string such as 'O3' or None, given {type(level).__name__}")
         if isinstance(threads, bool) or not isinstance(threads, int):
@@ -181,6 +205,7 @@ class InferenceSession:
                 level = _ort_level(sess_options)
             if threads == 0:
                 threads = int(getattr(sess_options, "intra_op_num_threads", 0) or 0)
+            flush_denormals = flush_denormals or _denormals_as_zero(sess_options)
         settings = dict(
             level=level,
             threads=threads,
@@ -188,6 +213,7 @@ class InferenceSession:
             fusion_json=fusion_json,
             fusion_file=fusion_file,
             tuning=None if tuning is None else os.fspath(tuning),
+            flush_denormals=flush_denormals,
         )
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._session = _opfuse.Session.from_bytes(bytes(path_or_bytes), **settings)

@@ -17,7 +17,7 @@ namespace {
 
 SessionConfig make_config(std::optional<std::string> level, int threads, std::optional<std::string> target,
                           std::optional<std::string> fusion_json, std::optional<std::string> fusion_file,
-                          std::optional<std::string> tuning) {
+                          std::optional<std::string> tuning, bool flush_denormals) {
   SessionConfig config;
   config.level = std::move(level);
   config.threads = threads;
@@ -25,6 +25,7 @@ SessionConfig make_config(std::optional<std::string> level, int threads, std::op
   config.fusion_json = std::move(fusion_json);
   config.fusion_file = std::move(fusion_file);
   config.tuning = std::move(tuning);
+  config.flush_denormals = flush_denormals;
   return config;
 }
 
@@ -77,23 +78,25 @@ PYBIND11_MODULE(_opfuse, m) {
           "from_path",
           [](const std::string& path, std::optional<std::string> level, int threads, std::optional<std::string> target,
              std::optional<std::string> fusion_json, std::optional<std::string> fusion_file,
-             std::optional<std::string> tuning) {
-            return PySession::from_path(path, make_config(level, threads, target, fusion_json, fusion_file, tuning));
+             std::optional<std::string> tuning, bool flush_denormals) {
+            return PySession::from_path(
+                path, make_config(level, threads, target, fusion_json, fusion_file, tuning, flush_denormals));
           },
           py::arg("path"), py::kw_only(), py::arg("level") = py::none(), py::arg("threads") = 0,
           py::arg("target") = py::none(), py::arg("fusion_json") = py::none(), py::arg("fusion_file") = py::none(),
-          py::arg("tuning") = py::none())
+          py::arg("tuning") = py::none(), py::arg("flush_denormals") = false)
       .def_static(
           "from_bytes",
           [](const py::bytes& model, std::optional<std::string> level, int threads, std::optional<std::string> target,
              std::optional<std::string> fusion_json, std::optional<std::string> fusion_file,
-             std::optional<std::string> tuning) {
-            return PySession::from_bytes(std::string(model),
-                                         make_config(level, threads, target, fusion_json, fusion_file, tuning));
+             std::optional<std::string> tuning, bool flush_denormals) {
+            return PySession::from_bytes(
+                std::string(model),
+                make_config(level, threads, target, fusion_json, fusion_file, tuning, flush_denormals));
           },
           py::arg("model"), py::kw_only(), py::arg("level") = py::none(), py::arg("threads") = 0,
           py::arg("target") = py::none(), py::arg("fusion_json") = py::none(), py::arg("fusion_file") = py::none(),
-          py::arg("tuning") = py::none())
+          py::arg("tuning") = py::none(), py::arg("flush_denormals") = false)
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def_property_readonly("level", &PySession::level)

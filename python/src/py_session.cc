@@ -60,6 +60,7 @@ SessionOptions session_options(const SessionConfig& config) {
   options.pipeline.fusion = std::move(fusion);
   if (config.threads < 0) throw_user_error(str_cat("threads must be 0 or more, given ", config.threads));
   options.threads = config.threads;
+  options.flush_denormals = config.flush_denormals;
   options.target = config.target;
   return options;
 }

@@ -26,6 +26,7 @@ struct SessionConfig {
   std::optional<std::string> fusion_json;  // a fusion config as JSON text (a dict, serialised)
   std::optional<std::string> fusion_file;  // or a JSON fusion config file
   std::optional<std::string> tuning;       // a tuning record file (`opfuse tune`)
+  bool flush_denormals = false;            // SessionOptions::flush_denormals
 };
 
 using Dims = std::map<std::string, int64_t>;  // symbolic dim -> size (the CLI's --dim)

@@ -97,3 +97,25 @@ def test_module_level_functions():
     assert info["isa"] in info["available_isas"]
     assert info["cores"] >= 1 and info["vector_bytes"] in (16, 32, 64)
     assert info["isa"] in info["description"]
+
+
+def test_denormals_flush_to_zero_only_when_asked(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4096])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4096])
+    k = helper.make_tensor("k", TensorProto.FLOAT, [], [1e-20])
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["y"], name="mul")], "tiny", [x], [y], initializer=[k])
+    path = tmp_path / "tiny.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    feeds = {"x": np.full(4096, 1e-20, dtype=np.float32)}  # x * 1e-20 = 1e-40, a denormal
+    exact = opfuse.InferenceSession(path).run(None, feeds)[0]
+    assert 0 < exact[0] < np.finfo(np.float32).tiny
+    assert not opfuse.InferenceSession(path, flush_denormals=True).run(None, feeds)[0].any()
+    options = opfuse.SessionOptions()
+    options.add_session_config_entry("session.set_denormal_as_zero", "1")
+    assert options.get_session_config_entry("session.set_denormal_as_zero") == "1"
+    assert not opfuse.InferenceSession(path, options).run(None, feeds)[0].any()
+    with pytest.raises(TypeError, match="flush_denormals must be a bool"):
+        opfuse.InferenceSession(path, flush_denormals="yes")
