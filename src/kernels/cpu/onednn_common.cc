@@ -151,7 +151,9 @@ constexpr double kSerialFlopsPerVectorByte = 3e6 / 64;
 // on a Xeon (2 threads) MobileNetV2's depthwise convs took 1.3-1.6x ORT's time on one thread.
 constexpr double kSerialBytes = 256 * 1024;
 
-double value_bytes(const Value* v) {
+namespace {
+// Bytes of a value of static shape (0 when the shape is not static).
+double static_bytes(const Value* v) {
   if (v == nullptr || !v->shape) return 0;
   const auto dims = static_dims(*v->shape);
   if (!dims) return 0;
@@ -159,11 +161,12 @@ double value_bytes(const Value* v) {
   for (int64_t d : *dims) n *= static_cast<double>(d);
   return n;
 }
+}  // namespace
 
 int threads_for_work(const Node& node) {
   if (node.def().flops == nullptr) return 0;
   const double flops = static_cast<double>(node.def().flops(node));
-  const double bytes = value_bytes(node.input(0)) + value_bytes(node.output(0));
+  const double bytes = static_bytes(node.input(0)) + static_bytes(node.output(0));
   return flops > 0 && flops < kSerialFlopsPerVectorByte * active_target().vector_bytes() && bytes < kSerialBytes ? 1 : 0;
 }
 
