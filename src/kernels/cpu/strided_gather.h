@@ -33,7 +33,13 @@ void gather_strided(const std::vector<int64_t>& dims, const std::vector<int64_t>
     if (stride == 0) {
       std::fill(dst, dst + run, at(offset));
     } else if (stride == 1 && contiguous != nullptr) {
-      std::memcpy(dst, contiguous + offset, static_cast<size_t>(run) * sizeof(float));
+      // A memcpy call per run of a few floats (a detector's boxes sliced into pairs) costs more
+      // than the copy.
+      if (run > 8) {
+        std::memcpy(dst, contiguous + offset, static_cast<size_t>(run) * sizeof(float));
+      } else {
+        for (int64_t i = 0; i < run; ++i) dst[i] = contiguous[offset + i];
+      }
     } else {
       for (int64_t i = 0; i < run; ++i) dst[i] = at(offset + i * stride);
     }
