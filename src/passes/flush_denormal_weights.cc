@@ -10,7 +10,8 @@
 // What it changes: each flushed weight w contributed w * x to a sum, so an output moves by at
 // most (number of flushed weights it reads) * FLT_MIN * max |x|, i.e. nothing at float32
 // precision unless the output itself is of denormal size. NaN and Inf weights are not denormal
-// and stay. Activations are left alone (the CPU's flush-to-zero mode would change every op).
+// and stay. Activations are left alone here: the CPU's flush-to-zero modes, which change every
+// op, are the run-time option SessionOptions::flush_denormals (runtime/flush_denormals.h).
 // A weight shared with another reader is copied, so only the products see the flushed values.
 #include <cmath>
 #include <limits>
