@@ -69,10 +69,15 @@ Result<ModelConfig> parse_model_config(std::string_view text, const std::string&
       OPFUSE_TRY(read_int(value, source, key, 1, 4096, config.plan_cache));
     } else if (key == "max_batch") {
       OPFUSE_TRY(read_int(value, source, key, 0, 4096, config.max_batch));
+    } else if (key == "flush_denormals") {
+      if (!value.is_boolean()) {
+        return Status::user_error(str_cat(source, ": \"", key, "\" must be true or false, got ", value.dump()));
+      }
+      config.flush_denormals = value.get<bool>();
     } else {
       return Status::user_error(str_cat(source, ": unknown key \"", key,
                                         "\" (known: level, target, tuning, fusion_config, instances, threads, "
-                                        "max_queue, timeout_ms, plan_cache, max_batch)"));
+                                        "max_queue, timeout_ms, plan_cache, max_batch, flush_denormals)"));
     }
   }
   if (config.level) OPFUSE_TRY(parse_opt_level(*config.level).status().with_context(str_cat(source, ": \"level\"")));
@@ -94,6 +99,7 @@ Result<SessionOptions> session_options_for(const ModelConfig& config) {
   std::optional<std::string> config_level;
   options.target = config.target;
   options.threads = config.threads;
+  options.flush_denormals = config.flush_denormals;
   options.max_plans = static_cast<size_t>(config.plan_cache);
   if (!config.fusion_config.empty()) {
     OPFUSE_ASSIGN_OR_RETURN(FusionConfigFile file, load_fusion_config_file(config.fusion_config));

@@ -10,7 +10,8 @@
 //     "max_queue": 64,          // requests waiting beyond this are refused with 503
 //     "timeout_ms": 30000,      // a request not answered by then gets 504
 //     "plan_cache": 8,          // compiled plans kept per version (one per input shape), LRU
-//     "max_batch": 0            // > 1: concurrent requests are batched along a free dim 0
+//     "max_batch": 0,           // > 1: concurrent requests are batched along a free dim 0
+//     "flush_denormals": false  // run with denormals flushed to zero (runtime/flush_denormals.h)
 //   }
 //
 // Unknown keys and wrong types are errors naming the file and the key: the model fails to load,
@@ -36,6 +37,7 @@ struct ModelConfig {
   int timeout_ms = 30000;
   int plan_cache = 8;
   int max_batch = 0;
+  bool flush_denormals = false;
 };
 
 // Reads `model_dir`/config.json when present; the defaults otherwise.
