@@ -10,8 +10,11 @@ OPFUSE_LEVELS = ["O0", "O1", "O2", "O3"]
 
 
 class Config:
-    def __init__(self, name, engine, cmd=None, env=None, prepare=None, unavailable=None, level=None, info=None):
+    def __init__(self, name, engine, cmd=None, env=None, prepare=None, unavailable=None, level=None, info=None,
+                 opt_in=False):
         self.name = name
+        # Run only when --configs names it (a variant of a default config, not a peer of it).
+        self.opt_in = opt_in
         self.engine = engine
         self.cmd = cmd or []
         self.env = env
@@ -104,6 +107,10 @@ def opfuse_configs(args, model, entry):
             continue
         cmd = [args.opfuse, "bench", onnx_path, "--mode", "graph", "--level", lv] + common
         out.append(Config(name, "opfuse", cmd, env, level=lv))
+    if "--flush-denormals" in help_text and (not levels or "O3" in levels):
+        # O3 with denormals flushed to zero at run time, the peer of "ort all daz".
+        cmd = [args.opfuse, "bench", onnx_path, "--mode", "graph", "--level", "O3", "--flush-denormals"] + common
+        out.append(Config("opfuse O3 ftz", "opfuse", cmd, env, level="O3", opt_in=True))
     return out
 
 
@@ -123,16 +130,18 @@ def probe_ort(node, here):
 def ort_configs(args, model, here):
     reason, version = probe_ort(args.node, here)
     out = []
-    for opt in ("disabled", "all"):
-        name = f"ort {opt}"
+    # "ort all daz": ORT's session.set_denormal_as_zero, which it leaves off by default.
+    for name, opt, daz in (("ort disabled", "disabled", False), ("ort all", "all", False), ("ort all daz", "all", True)):
         if reason:
-            out.append(Config(name, "ort", unavailable=reason))
+            out.append(Config(name, "ort", unavailable=reason, opt_in=daz))
             continue
         cmd = [args.node, os.path.join(here, "ort_bench.mjs"), "--zoo", args.zoo, "--model", model, "--opt", opt,
                "--threads", str(args.threads), "--iters", str(args.iters), "--warmup", str(args.warmup)]
         if args.ort_no_spin:
             cmd += ["--allow-spinning", "0"]
-        out.append(Config(name, "ort", cmd, _env(args.threads, openmp=False), info=dict(version=version)))
+        if daz:
+            cmd += ["--denormal-as-zero", "1"]
+        out.append(Config(name, "ort", cmd, _env(args.threads, openmp=False), info=dict(version=version), opt_in=daz))
     return out
 
 
@@ -156,4 +165,6 @@ def probe_configs(args, model, entry, here):
         configs += torch_configs(args, model, here)
     if args.configs:
         configs = [c for c in configs if c.name in args.configs]
+    else:
+        configs = [c for c in configs if not c.opt_in]
     return configs

@@ -5,7 +5,7 @@
 // timing is only trusted when ORT computed the same model.
 //
 // Usage: node ort_bench.mjs --zoo DIR --model NAME [--opt disabled|basic|extended|all]
-//            [--threads 2] [--iters 20] [--warmup 3] [--allow-spinning 1|0]
+//            [--threads 2] [--iters 20] [--warmup 3] [--allow-spinning 1|0] [--denormal-as-zero 1|0]
 // Errors go to stderr with a non-zero exit code (the harness records them).
 
 import { readFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ const require = createRequire(import.meta.url);
 const rssAtStart = process.memoryUsage().rss;
 
 function parseArgs(argv) {
-  const args = { opt: 'all', threads: 2, iters: 20, warmup: 3, allowSpinning: null };
+  const args = { opt: 'all', threads: 2, iters: 20, warmup: 3, allowSpinning: null, denormalAsZero: '0' };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i];
     const val = argv[i + 1];
@@ -31,6 +31,7 @@ function parseArgs(argv) {
       case '--iters': args.iters = Number(val); break;
       case '--warmup': args.warmup = Number(val); break;
       case '--allow-spinning': args.allowSpinning = val; break;
+      case '--denormal-as-zero': args.denormalAsZero = val; break;
       default: throw new Error(`unknown option ${key}`);
     }
   }
@@ -131,9 +132,11 @@ async function main() {
     executionMode: 'sequential',
     executionProviders: ['cpu'],
   };
-  if (args.allowSpinning !== null) {
-    options.extra = { session: { intra_op: { allow_spinning: args.allowSpinning } } };
-  }
+  const session_extra = {};
+  if (args.allowSpinning !== null) session_extra.intra_op = { allow_spinning: args.allowSpinning };
+  // Denormals as zero on ORT's threads (off by default in ORT, as --flush-denormals is in opfuse).
+  if (args.denormalAsZero === '1') session_extra.set_denormal_as_zero = '1';
+  if (Object.keys(session_extra).length > 0) options.extra = { session: session_extra };
   const t0 = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(join(args.zoo, entry.file), options);
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;

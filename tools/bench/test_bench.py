@@ -2,8 +2,9 @@
 """Self-test of the harness logic (no timing): `/usr/bin/python3 tools/bench/test_bench.py`.
 
 Covers the per-round ratio arithmetic, the marked-section rewrite of the markdown file, JSON
-extraction from a process's stdout, the opfuse level-rejection rule, and ort_bench.mjs's .npy
-reader against files written by numpy (skipped when node is missing).
+extraction from a process's stdout, the opfuse level-rejection rule, which configs run by default
+(not the opt-in variants), and ort_bench.mjs's .npy reader against files written by numpy
+(skipped when node is missing).
 """
 
 import json
@@ -18,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_report  # noqa: E402
 import run_bench  # noqa: E402
-from bench_configs import Config  # noqa: E402
+from bench_configs import Config, probe_configs  # noqa: E402
 
 
 def _run(rnd, config, median, status="ok"):
@@ -59,6 +60,19 @@ class SummaryTest(unittest.TestCase):
         s = bench_report.summarize(dict(configs={"x": {"unavailable": "no bench command"}}, runs=[]), ["x"],
                                    "ort all")
         self.assertEqual(s["x"], dict(rounds_ok=0, rounds_run=0, status="unavailable", reason="no bench command"))
+
+
+class ConfigSelectionTest(unittest.TestCase):
+    def _names(self, configs):
+        # ORT's package cannot be found under a made-up directory: its configs are unavailable but
+        # still listed, which is all the selection needs.
+        args = type("Args", (), dict(engines=["ort"], configs=configs, node="node", zoo="/nonexistent", threads=2,
+                                     iters=1, warmup=0, ort_no_spin=False))()
+        return [c.name for c in probe_configs(args, "m", {}, "/nonexistent")]
+
+    def test_opt_in_configs_run_only_when_named(self):
+        self.assertEqual(self._names(None), ["ort disabled", "ort all"])
+        self.assertEqual(self._names(["ort all", "ort all daz"]), ["ort all", "ort all daz"])
 
 
 class MarkdownFileTest(unittest.TestCase):
