@@ -37,6 +37,21 @@ inline TensorMap random_inputs(const Graph& g, uint64_t first_seed, float lo = -
   return out;
 }
 
+// Parses `text` and runs `level`'s pipeline with the fusion rule `rule` switched off, as
+// `--disable RULE` does; the graph after it, with the passes' decisions in `ctx`. Failures are
+// test failures (the graph is then empty).
+inline Graph pipeline_without_rule(const std::string& text, OptLevel level, const std::string& rule,
+                                   PassContext& ctx) {
+  auto g = parse_graph(text);
+  EXPECT_TRUE(g.is_ok()) << g.status().message();
+  if (!g.is_ok()) return Graph();
+  PipelineOptions options;
+  options.fusion.disabled_rules.insert(rule);
+  const Status s = run_pipeline(*g, level, options, ctx);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return std::move(*g);
+}
+
 // What compiling a graph at a level and running it did.
 struct CompiledRun {
   std::vector<std::string> steps;  // CompiledPlan::describe_steps (of the plan for these inputs)

@@ -67,13 +67,9 @@ TEST(FlushDenormalWeights, FoldedAndImportedDenormalWeightsAreZeroFromO1) {
 }
 
 TEST(FlushDenormalWeights, SwitchedOffByNameKeepsThem) {
-  auto g = parse_graph(kDenormalWeights);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
-  PipelineOptions options;
-  options.fusion.disabled_rules.insert("flush_denormal_weights");
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO2, options, ctx).is_ok());
-  EXPECT_TRUE(has_denormal_weight(*g));
+  const Graph g = pipeline_without_rule(kDenormalWeights, OptLevel::kO2, "flush_denormal_weights", ctx);
+  EXPECT_TRUE(has_denormal_weight(g));
   for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, "flush_denormal_weights");
 }
 

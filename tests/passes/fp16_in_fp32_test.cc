@@ -74,16 +74,12 @@ TEST(Fp16InFp32, AHalfModelRunsInFloat32InsideAndKeepsItsDeclaredOutputs) {
 }
 
 TEST(Fp16InFp32, SwitchedOffByNameKeepsFloat16OpByOp) {
-  auto g = parse_graph(kHalfGraph);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
-  PipelineOptions options;
-  options.fusion.disabled_rules.insert("fp16_in_fp32");
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, options, ctx).is_ok());
-  const Value* w = g->find_value("w");
-  ASSERT_NE(w, nullptr) << print_graph(*g);
+  const Graph g = pipeline_without_rule(kHalfGraph, OptLevel::kO1, "fp16_in_fp32", ctx);
+  const Value* w = g.find_value("w");
+  ASSERT_NE(w, nullptr) << print_graph(g);
   EXPECT_EQ(w->dtype, DType::kF16);
-  EXPECT_EQ(g->find_value("c")->dtype, DType::kF16) << print_graph(*g);  // the Conv still computes in f16
+  EXPECT_EQ(g.find_value("c")->dtype, DType::kF16) << print_graph(g);  // the Conv still computes in f16
   for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, "fp16_in_fp32");
 }
 
