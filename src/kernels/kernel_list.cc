@@ -49,6 +49,7 @@ const std::vector<KernelImpl>& all_kernels() {
         packed_gemm_kernel(),
         packed_fused_matmul_kernel(),
         packed_fused_gemm_kernel(),
+        packed_blocked_conv_kernel(),  // 1x1, before oneDNN's blocked conv
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),

@@ -1,5 +1,6 @@
 // The packed-panel GEMM "cpu.gemm" (kernels/cpu/packed_gemm_kernel.cc) against the reference
-// kernels of MatMul / Gemm / FusedMatMul / FusedGemm. The kernel is created directly, so it is
+// kernels of MatMul / Gemm / FusedMatMul / FusedGemm and 1x1 BlockedConv (nChw8c / nChw16c /
+// channels-last). The kernel is created directly, so it is
 // tested on every target (this file's avx2. copy runs the 6x16 AVX2 micro-kernel, the native copy
 // the host's); shapes cross the tile rows (6 or 12), the panel width (16 or 32 columns), the K
 // block (a few hundred) and the thread split. Selection is tested separately: create_kernel picks
@@ -31,6 +32,7 @@ KernelImpl impl_for(std::string_view op) {
   if (op == "MatMul") return packed_matmul_kernel();
   if (op == "Gemm") return packed_gemm_kernel();
   if (op == "FusedMatMul") return packed_fused_matmul_kernel();
+  if (op == "BlockedConv") return packed_blocked_conv_kernel();
   return packed_fused_gemm_kernel();
 }
 
@@ -129,6 +131,93 @@ TEST(PackedGemm, NonFiniteAndDenormalInputsMatchTheReference) {
   }
 }
 
+// The channel block the micro-kernel takes in place: one vector (8 floats at AVX2, 16 at
+// AVX-512); below AVX2 no blocked layout matches and only channels-last is a product.
+int64_t kernel_block() {
+  const IsaTier isa = active_target().isa;
+  return isa >= IsaTier::kAvx512Core ? 16 : isa == IsaTier::kAvx2 ? 8 : -1;
+}
+
+// [N, C, H, W] in a BlockedConv layout: [N, C/b, H, W, b], or [N, 1, H, W, C] channels-last.
+Ints blocked_dims(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
+  return block == 0 ? Ints{n, 1, h, w, c} : Ints{n, c / block, h, w, block};
+}
+
+// A 1x1 BlockedConv is a product over the pixels, read in place from nChw8c / nChw16c (each
+// channel group its own [pixels, lanes] matrix) or channels-last; shapes cross the tile rows,
+// the narrow last panel (N = 8 at AVX2 is half a panel), the K block and several images.
+TEST(PackedGemm, PointwiseBlockedConvsMatchTheReference) {
+  std::mt19937 gen(17);
+  struct Case {
+    int64_t n, c, m, h, w;
+  };
+  const std::vector<Case> cases = {{1, 16, 32, 1, 7}, {1, 64, 48, 7, 7}, {2, 32, 16, 5, 3},
+                                   {1, 1024, 80, 4, 4}, {1, 48, 400, 2, 9}, {3, 16, 16, 1, 1}};
+  const std::vector<std::vector<std::string>> epilogues = {{}, {"relu"}, {"add", "relu"}, {"hardswish"}, {"clip:0:6"}};
+  int tested = 0;
+  for (int64_t block : {int64_t{0}, int64_t{8}, int64_t{16}}) {
+    for (const Case& c : cases) {
+      if (block != 0 && (c.c % block != 0 || c.m % block != 0)) continue;
+      for (const auto& epilogue : epilogues) {
+        const bool residual = !epilogue.empty() && epilogue[0] == "add";
+        std::vector<Arg> args = {in(random_f32(blocked_dims(c.n, c.c, c.h, c.w, block), gen)),
+                                 cst(random_f32({c.m, c.c, 1, 1}, gen, 0.2f)), cst(random_f32({c.m}, gen))};
+        if (residual) args.push_back(in(random_f32(blocked_dims(c.n, c.m, c.h, c.w, block), gen)));
+        const Attributes attrs = {{"epilogue", epilogue}, {"block", block}};
+        const std::string what = str_cat("block ", block, " n", c.n, " c", c.c, " m", c.m, " ", c.h, "x", c.w, " ",
+                                          epilogue.empty() ? "" : epilogue[0]);
+        auto n = make_node("BlockedConv", args, attrs);
+        ASSERT_NE(n, nullptr);
+        const bool supported = packed_blocked_conv_kernel().supports(n->context());
+        // One pixel: [N, C/b, 1, 1, b] is row-major [N, C] whatever the block.
+        EXPECT_EQ(supported, block == 0 || block == kernel_block() || c.h * c.w == 1) << what;
+        if (!supported) continue;
+        check("BlockedConv", std::move(args), attrs, what, tested % 2 ? 1 : 2);
+        ++tested;
+      }
+    }
+  }
+  EXPECT_GT(tested, 0);
+  // NaN, Inf and denormals in the activations reach the output as in the reference, relu and
+  // clip included.
+  for (int64_t block : {int64_t{0}, kernel_block()}) {
+    if (block < 0) continue;
+    Tensor x = random_f32(blocked_dims(1, 32, 3, 5, block), gen);
+    float* xv = x.data<float>();
+    xv[5] = std::numeric_limits<float>::quiet_NaN();
+    xv[77] = std::numeric_limits<float>::infinity();
+    xv[301] = -std::numeric_limits<float>::infinity();
+    for (int i = 400; i < 440; ++i) xv[i] = 1e-40f;
+    for (const char* post : {"relu", "clip:0:6"}) {
+      check("BlockedConv", {in(x), cst(random_f32({16, 32, 1, 1}, gen)), cst(random_f32({16}, gen))},
+            {{"epilogue", std::vector<std::string>{post}}, {"block", block}}, str_cat("non-finite, block ", block, " ", post));
+    }
+  }
+}
+
+// Not a product: a 3x3 window, padding, groups, a stride that drops pixels, an input scale.
+TEST(PackedGemm, OtherBlockedConvsAreDeclined) {
+  std::mt19937 gen(18);
+  const int64_t b = 0;  // channels-last: a product on every tier
+  const auto supported = [&](Ints x, Ints w, Attributes attrs, bool scale = false) {
+    attrs["block"] = b;
+    std::vector<Arg> args = {in(random_f32(x, gen)), cst(random_f32(w, gen)), cst(random_f32({w[0]}, gen))};
+    if (scale) {
+      args.push_back(Arg{});
+      args.push_back(cst(random_f32({1, x[4], 1, 1}, gen)));
+    }
+    auto n = make_node("BlockedConv", args, attrs);
+    EXPECT_NE(n, nullptr);
+    return n != nullptr && packed_blocked_conv_kernel().supports(n->context());
+  };
+  EXPECT_TRUE(supported({1, 1, 6, 6, 16}, {8, 16, 1, 1}, {}));
+  EXPECT_FALSE(supported({1, 1, 6, 6, 16}, {8, 16, 3, 3}, {{"pads", Ints{1, 1, 1, 1}}}));
+  EXPECT_FALSE(supported({1, 1, 6, 6, 16}, {8, 16, 1, 1}, {{"pads", Ints{1, 1, 1, 1}}}));
+  EXPECT_FALSE(supported({1, 1, 6, 6, 16}, {16, 8, 1, 1}, {{"group", int64_t{2}}}));
+  EXPECT_FALSE(supported({1, 1, 6, 6, 16}, {8, 16, 1, 1}, {{"strides", Ints{2, 2}}}));
+  EXPECT_FALSE(supported({1, 1, 6, 6, 16}, {8, 16, 1, 1}, {}, /*scale=*/true));
+}
+
 TEST(PackedGemm, SelectedExactlyWhereItWinsOnTheTarget) {
   std::mt19937 gen(16);
   const bool wins = packed_gemm_wins(active_target());
@@ -144,6 +233,21 @@ TEST(PackedGemm, SelectedExactlyWhereItWinsOnTheTarget) {
   EXPECT_EQ(chosen("FusedGemm", {in(random_f32({8, 40}, gen)), cst(random_f32({30, 40}, gen)), cst(random_f32({30}, gen))},
                    {{"transB", int64_t{1}}, {"epilogue", std::vector<std::string>{"gelu_erf"}}}),
             wins ? "cpu.gemm" : "onednn.fused_gemm");
+  // A 1x1 conv stays on oneDNN by default (packed_gemm_wins_conv); a tuning record may choose cpu.gemm.
+  auto conv = make_node("BlockedConv", {in(random_f32({1, 1, 7, 7, 32}, gen)), cst(random_f32({16, 32, 1, 1}, gen))},
+                        {{"block", int64_t{0}}});
+  ASSERT_NE(conv, nullptr);
+  ASSERT_TRUE(packed_blocked_conv_kernel().supports(conv->context()));
+  auto default_kernel = create_kernel(conv->context());
+  ASSERT_TRUE(default_kernel.is_ok());
+  EXPECT_EQ((*default_kernel)->name(), "onednn.blocked_conv");
+  KernelCompileContext tuned = conv->context();
+  tuned.kernel = "cpu.gemm";
+  auto tuned_kernel = create_kernel(tuned);
+  ASSERT_TRUE(tuned_kernel.is_ok());
+  EXPECT_EQ((*tuned_kernel)->name(), "cpu.gemm");
+  const auto alternatives = kernel_alternatives(conv->context());
+  EXPECT_NE(std::find(alternatives.begin(), alternatives.end(), "cpu.gemm"), alternatives.end());
   // Never: one row (cpu.gemv), computed weights, A transposed, a computed bias.
   EXPECT_EQ(chosen("MatMul", {in(random_f32({1, 40}, gen)), cst(random_f32({40, 30}, gen))}, {}), "cpu.gemv");
   EXPECT_EQ(chosen("MatMul", {in(random_f32({8, 40}, gen)), in(random_f32({40, 30}, gen))}, {}), "onednn.matmul");

@@ -116,4 +116,58 @@ std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& c
   return p;
 }
 
+std::optional<ConstantWeightsProduct> blocked_conv_product(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  if (node.op_type() != "BlockedConv" || node.outputs().size() != 1 || node.inputs().size() < 2) return std::nullopt;
+  const auto x = hwy_cpu::static_dims_of(node.input(0));
+  const auto w = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  if (!x || !w || !y || x->size() != 5 || y->size() != 5 || w->size() != 4 || (*w)[2] != 1 || (*w)[3] != 1) {
+    return std::nullopt;
+  }
+  const AttrReader attrs(node);
+  if (attrs.get_int("group") != 1) return std::nullopt;
+  if (attrs.has("pads")) {
+    for (int64_t pad : attrs.get_ints("pads")) {
+      if (pad != 0) return std::nullopt;
+    }
+  }
+  // Same images and pixels in and out: with a 1x1 window and no padding, every stride is 1 or
+  // meets a single pixel.
+  if ((*x)[0] != (*y)[0] || (*x)[2] != (*y)[2] || (*x)[3] != (*y)[3]) return std::nullopt;
+  const int64_t block = attrs.get_int("block"), oc = (*w)[0], ic = (*w)[1];
+  const int64_t images = (*x)[0], pixels = (*x)[2] * (*x)[3];
+  if (oc <= 0 || ic <= 0 || images <= 0 || pixels <= 0) return std::nullopt;
+  ConstantWeightsProduct p;
+  if (block == 0) {  // channels-last: [images, 1, H, W, C] is row-major [images * pixels, C]
+    if ((*x)[1] != 1 || (*x)[4] != ic || (*y)[1] != 1 || (*y)[4] != oc) return std::nullopt;
+    p.m = images * pixels;
+  } else {
+    if (ic % block != 0 || oc % block != 0 || (*x)[1] != ic / block || (*x)[4] != block || (*y)[1] != oc / block ||
+        (*y)[4] != block) {
+      return std::nullopt;
+    }
+    if (pixels == 1) {  // [images, C/b, 1, 1, b] is row-major [images, C] too
+      p.m = images;
+    } else {
+      p.m = pixels;
+      p.images = images;
+      p.channel_block = block;
+    }
+  }
+  p.k = ic;
+  p.n = oc;
+  p.trans_b = true;  // W [oc, ic, 1, 1] is B^T
+  p.b = f32_constant(ctx, 1, *w);
+  if (p.b == nullptr) return std::nullopt;
+  if (node.has_input(2)) {
+    p.bias_input = 2;
+    p.bias_numel = oc;
+    p.bias_constant = f32_constant(ctx, 2, Dims{oc});
+    if (p.bias_constant == nullptr) return std::nullopt;
+  }
+  if (!read_fused_tail(ctx, *y, p)) return std::nullopt;
+  return p;
+}
+
 }  // namespace opfuse

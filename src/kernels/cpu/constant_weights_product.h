@@ -16,6 +16,11 @@ namespace opfuse {
 struct ConstantWeightsProduct {
   // A is read as [M, K] row-major (MatMul's batch dims folded into M; B must not be batched).
   int64_t m = 0, k = 0, n = 0;
+  // Or, when channel_block > 0, A and Y are channel-blocked images (a 1x1 BlockedConv on
+  // nChw8c / nChw16c): `images` products of M pixels each, A stored [images, K/b, M, b] and Y
+  // [images, N/b, M, b] with b = channel_block dividing K and N.
+  int64_t channel_block = 0;
+  int64_t images = 1;
   bool trans_a = false;       // Gemm's transA: A is stored [K, M]
   const Tensor* b = nullptr;  // the constant weights, [K, N] or (trans_b) [N, K]
   bool trans_b = false;
@@ -47,6 +52,13 @@ std::optional<ConstantWeightsProduct> matmul_product(const KernelCompileContext&
 // Gemm / FusedGemm: op(B) [K, N] constant, C broadcasting along M ([N], [1, N] or one element);
 // alpha = 0 is declined (folded into the weights it would turn an Inf in A into NaN).
 std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& ctx, bool fused);
+
+// opfuse::BlockedConv with a 1x1 kernel, no padding, one group, constant weights (and bias),
+// whose output has its input's pixels (so stride 1), as the product Y = X W^T + bias over the
+// pixels: channel-blocked (channel_block = the block, which must divide both channel counts, so
+// no lane is padding) or channels-last (one row-major [images * pixels, C] product, as is a
+// blocked map of one pixel).
+std::optional<ConstantWeightsProduct> blocked_conv_product(const KernelCompileContext& ctx);
 
 // The fused ops' epilogue: post-ops with a vector form, the residual add reading input 3 (Y's shape).
 bool read_fused_tail(const KernelCompileContext& ctx, const std::vector<int64_t>& y,

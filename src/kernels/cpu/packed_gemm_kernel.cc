@@ -38,13 +38,20 @@
 
 namespace opfuse::hwy_cpu {
 // One call of the micro-kernel loop: rows of A times one panel's K block.
+// A and Y are row-major, or channel-blocked (a 1x1 conv on nChw8c / nChw16c): then each group
+// of one vector's columns is its own [rows, lanes] matrix, a_group (c_group) floats after the
+// previous one.
 struct GemmTile {
+  bool blocked;
   const float* a;           // A's first row of the tile, at the K block's first column
   size_t lda;               // floats between rows of A
+  size_t a_group;           // blocked: floats between A's groups of columns
   const float* b;           // the panel's K block: kc rows of NR floats, 64-byte aligned
   size_t kc;
   float* c;                 // Y's first element of the tile
   size_t ldc;
+  size_t c_group;           // floats between the two vectors of a tile row of Y and of the residual
+                            // (one vector when row-major)
   bool accumulate;          // add to Y (an earlier K block's sums) instead of starting at zero
   const float* next_b;      // rows of the next panel's K block to prefetch (NR floats each), or null
   size_t prefetch_rows;     // how many, one every `prefetch_every` steps of k
@@ -81,6 +88,12 @@ constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
 size_t GemmPanelWidth() { return kPanel; }
 size_t GemmTileRows() { return kTileRows; }
 
+// The first `width` columns of a tile row, between layouts whose two vectors are `*_group` apart.
+void CopyRow(const float* from, size_t from_group, float* to, size_t to_group, size_t width) {
+  std::memcpy(to, from, std::min(width, kLanes) * sizeof(float));
+  if (width > kLanes) std::memcpy(to + to_group, from + from_group, (width - kLanes) * sizeof(float));
+}
+
 // The epilogue over a tile just stored (still in L1): vector by vector through the hand-written
 // post-ops, or the expression program over the tile gathered into one contiguous run (so its
 // jumps are paid once per tile). One function per target, not inlined into each tile size: the
@@ -94,7 +107,7 @@ HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
     for (size_t r = 0; r < rows; ++r) {
       float* y = t.c + r * t.ldc;
       const float* res = reads_residual ? t.residual + r * t.ldr : nullptr;
-      for (size_t v = 0; v < kPanel; v += kLanes) {
+      for (size_t v = 0; v < 2 * t.c_group; v += t.c_group) {
         const VF x = hn::LoadU(d, y + v);
         hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
       }
@@ -104,30 +117,31 @@ HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
   HWY_ALIGN float y[kTileRows * kPanel], res[kTileRows * kPanel];
   HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
   for (size_t r = 0; r < rows; ++r) {
-    std::memcpy(y + r * kPanel, t.c + r * t.ldc, kPanel * sizeof(float));
-    if (reads_residual) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, kPanel * sizeof(float));
+    CopyRow(t.c + r * t.ldc, t.c_group, y + r * kPanel, kLanes, kPanel);
+    if (reads_residual) CopyRow(t.residual + r * t.ldr, t.c_group, res + r * kPanel, kLanes, kPanel);
   }
   RunEpilogue(e, y, reads_residual ? res : nullptr, rows * kPanel, slots);
-  for (size_t r = 0; r < rows; ++r) std::memcpy(t.c + r * t.ldc, y + r * kPanel, kPanel * sizeof(float));
+  for (size_t r = 0; r < rows; ++r) CopyRow(y + r * kPanel, kLanes, t.c + r * t.ldc, t.c_group, kPanel);
 }
 
 // kRows x NR of Y: accumulate over the K block in registers, add the bias, store; then the
 // epilogue over the stored tile.
-template <size_t kRows, bool kPrefetch>
+template <size_t kRows, bool kPrefetch, bool kBlocked>
 HWY_INLINE void Tile(const GemmTile& t) {
   const DF d;
+  const size_t c_group = kBlocked ? t.c_group : kLanes;
   VF acc0[kRows], acc1[kRows];
   for (size_t r = 0; r < kRows; ++r) {
     acc0[r] = t.accumulate ? hn::LoadU(d, t.c + r * t.ldc) : hn::Zero(d);
-    acc1[r] = t.accumulate ? hn::LoadU(d, t.c + r * t.ldc + kLanes) : hn::Zero(d);
+    acc1[r] = t.accumulate ? hn::LoadU(d, t.c + r * t.ldc + c_group) : hn::Zero(d);
   }
-  const float* HWY_RESTRICT a = t.a;
   const float* HWY_RESTRICT b = t.b;
-  const auto steps = [&](size_t k0, size_t k1) HWY_ATTR {
+  // Steps [k, k1) of A's columns from `a` (its column k0 at a[k0]).
+  const auto run = [&](const float* HWY_RESTRICT a, size_t k, size_t k1) HWY_ATTR {
     // Unrolled: the loop's adds and compare would otherwise take issue slots from the FMAs
     // (one core of the Xeon at AVX2, 128x768x3072: 0.85 -> 0.90 of the FMA peak; 8 no better).
 #pragma GCC unroll 4
-    for (size_t k = k0; k < k1; ++k, b += kPanel) {
+    for (; k < k1; ++k, b += kPanel) {
       const VF b0 = hn::Load(d, b), b1 = hn::Load(d, b + kLanes);
       for (size_t r = 0; r < kRows; ++r) {
         const VF ar = hn::Set(d, a[r * t.lda + k]);
@@ -136,17 +150,39 @@ HWY_INLINE void Tile(const GemmTile& t) {
       }
     }
   };
+  // Steps [k0, k1) of the K block: row-major A in one run; channel-blocked A a group of kLanes
+  // columns at a time (k0 and k1 are multiples of kLanes there), each a [rows, kLanes] matrix,
+  // so the group's steps address all rows from one pointer and unroll completely. (One
+  // instantiation each: a loop's pointers in registers, not two loops'.)
+  const auto steps = [&](size_t k0, size_t k1) HWY_ATTR {
+    if constexpr (!kBlocked) {
+      run(t.a, k0, k1);
+    } else {
+      for (size_t g = k0; g < k1; g += kLanes) {
+        const float* HWY_RESTRICT a = t.a + g / kLanes * t.a_group;
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kLanes; ++k, b += kPanel) {
+          const VF b0 = hn::Load(d, b), b1 = hn::Load(d, b + kLanes);
+          for (size_t r = 0; r < kRows; ++r) {
+            const VF ar = hn::Set(d, a[r * kLanes + k]);
+            acc0[r] = hn::MulAdd(ar, b0, acc0[r]);
+            acc1[r] = hn::MulAdd(ar, b1, acc1[r]);
+          }
+        }
+      }
+    }
+  };
   if constexpr (kPrefetch) {
     // One panel row (one or two cache lines) every few steps: the tiles of a panel share the
     // next panel's block between them, so the stream from memory is as even as the FMAs.
     const float* next = t.next_b;
     size_t left = t.prefetch_rows;
+    const size_t chunks = (t.kc + t.prefetch_every - 1) / t.prefetch_every;
+    const size_t per_chunk = (left + chunks - 1) / chunks;
     for (size_t k0 = 0; k0 < t.kc; k0 += t.prefetch_every) {
-      if (left != 0) {
+      for (size_t i = 0; i < per_chunk && left != 0; ++i, --left, next += kPanel) {
         hwy::Prefetch(next);
         if constexpr (kPanel * sizeof(float) > 64) hwy::Prefetch(next + 16);
-        next += kPanel;
-        --left;
       }
       steps(k0, std::min(t.kc, k0 + t.prefetch_every));
     }
@@ -162,24 +198,25 @@ HWY_INLINE void Tile(const GemmTile& t) {
   }
   for (size_t r = 0; r < kRows; ++r) {
     hn::StoreU(acc0[r], d, t.c + r * t.ldc);
-    hn::StoreU(acc1[r], d, t.c + r * t.ldc + kLanes);
+    hn::StoreU(acc1[r], d, t.c + r * t.ldc + c_group);
   }
   if (t.epilogue != nullptr) EpilogueTile(t, kRows);
 }
 
 // The last rows % MR of a panel: one instantiation per count.
-template <size_t kRows>
+template <size_t kRows, bool kBlocked>
 HWY_INLINE void TileOfRows(size_t rows, const GemmTile& t) {
   if constexpr (kRows > 0) {
-    if (rows == kRows) return Tile<kRows, false>(t);
-    TileOfRows<kRows - 1>(rows, t);
+    if (rows == kRows) return Tile<kRows, false, kBlocked>(t);
+    TileOfRows<kRows - 1, kBlocked>(rows, t);
   }
 }
 
 // `rows` rows of one panel's K block, of which the first `width` columns are Y's (the last
 // panel is narrower): full panels write Y directly; a narrow one goes through a tile-sized
 // buffer, so no store or load reaches past Y's row.
-void GemmPanelRows(const GemmTile& tile, size_t rows, size_t width) {
+template <bool kBlocked>
+void PanelRows(const GemmTile& tile, size_t rows, size_t width) {
   for (size_t r0 = 0; r0 < rows; r0 += kTileRows) {
     const size_t n = std::min(kTileRows, rows - r0);
     GemmTile t = tile;
@@ -190,11 +227,12 @@ void GemmPanelRows(const GemmTile& tile, size_t rows, size_t width) {
     float* const y = t.c;
     if (width < kPanel) {
       for (size_t r = 0; r < n; ++r) {
-        if (t.accumulate) std::memcpy(c + r * kPanel, y + r * t.ldc, width * sizeof(float));
-        if (t.residual != nullptr) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, width * sizeof(float));
+        if (t.accumulate) CopyRow(y + r * t.ldc, t.c_group, c + r * kPanel, kLanes, width);
+        if (t.residual != nullptr) CopyRow(t.residual + r * t.ldr, t.c_group, res + r * kPanel, kLanes, width);
       }
       t.c = c;
       t.ldc = kPanel;
+      t.c_group = kLanes;
       if (t.residual != nullptr) {
         t.residual = res;
         t.ldr = kPanel;
@@ -210,17 +248,24 @@ void GemmPanelRows(const GemmTile& tile, size_t rows, size_t width) {
         t.next_b += std::min(tile.kc, j * share) * kPanel;
         t.prefetch_rows = std::min(tile.kc, (j + 1) * share) - std::min(tile.kc, j * share);
         t.prefetch_every = std::max<size_t>(1, tile.kc / std::max<size_t>(1, t.prefetch_rows));
-        Tile<kTileRows, true>(t);
+        // Blocked A is stepped a whole group at a time (kc is a multiple of kLanes there).
+        if constexpr (kBlocked) t.prefetch_every = (t.prefetch_every + kLanes - 1) / kLanes * kLanes;
+        Tile<kTileRows, true, kBlocked>(t);
       } else {
-        Tile<kTileRows, false>(t);
+        Tile<kTileRows, false, kBlocked>(t);
       }
     } else {
-      TileOfRows<kTileRows - 1>(n, t);
+      TileOfRows<kTileRows - 1, kBlocked>(n, t);
     }
     if (width < kPanel) {
-      for (size_t r = 0; r < n; ++r) std::memcpy(y + r * tile.ldc, c + r * kPanel, width * sizeof(float));
+      for (size_t r = 0; r < n; ++r) CopyRow(c + r * kPanel, kLanes, y + r * tile.ldc, tile.c_group, width);
     }
   }
+}
+
+void GemmPanelRows(const GemmTile& tile, size_t rows, size_t width) {
+  if (tile.blocked) return PanelRows<true>(tile, rows, width);
+  PanelRows<false>(tile, rows, width);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -243,11 +288,16 @@ constexpr int64_t kParallelMacs = int64_t{1} << 18;
 class PackedGemmKernel final : public Kernel {
  public:
   explicit PackedGemmKernel(const ConstantWeightsProduct& p)
-      : m_(p.m), k_(p.k), n_(p.n), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)),
+      : m_(p.m), k_(p.k), n_(p.n), images_(p.images), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)),
         has_residual_(p.has_residual()) {
     nr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::GemmPanelWidth)());
     mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::GemmTileRows)());
     panels_ = (n_ + nr_ - 1) / nr_;
+    lanes_ = nr_ / 2;
+    blocked_ = p.channel_block > 0;  // product_of checked that the block is one vector
+    lda_ = blocked_ ? lanes_ : k_;
+    ldc_ = blocked_ ? lanes_ : n_;
+    group_ = m_ * lanes_;
     choose_blocks(active_target());
     pack(p);
     const std::vector<float> bias = p.expanded_bias();
@@ -259,7 +309,7 @@ class PackedGemmKernel final : public Kernel {
 
   std::string_view name() const override { return "cpu.gemm"; }
   std::string implementation() const override {
-    return str_cat(highway_dispatch_target(), " ", mr_, "x", nr_, " kc ", kc_);
+    return str_cat(highway_dispatch_target(), " ", mr_, "x", nr_, " kc ", kc_, blocked_ ? " blocked" : "");
   }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
@@ -267,14 +317,14 @@ class PackedGemmKernel final : public Kernel {
       const Tensor* t = i < in.size() ? in[i] : nullptr;
       return t && t->dtype() == DType::kF32 && t->numel() == numel ? t->data<float>() : nullptr;
     };
-    const float* a = f32_of(0, m_ * k_);
-    const float* residual = has_residual_ ? f32_of(3, m_ * n_) : nullptr;
+    const float* a = f32_of(0, images_ * m_ * k_);
+    const float* residual = has_residual_ ? f32_of(3, images_ * m_ * n_) : nullptr;
     if (a == nullptr || (has_residual_ && residual == nullptr) || out.empty() || out[0] == nullptr ||
-        out[0]->dtype() != DType::kF32 || out[0]->numel() != m_ * n_) {
+        out[0]->dtype() != DType::kF32 || out[0]->numel() != images_ * m_ * n_) {
       return Status::internal_error("cpu.gemm: an operand does not have its planned shape");
     }
     float* y = out[0]->data<float>();
-    const int64_t threads = m_ * n_ * k_ >= kParallelMacs ? omp_get_max_threads() : 1;
+    const int64_t threads = images_ * m_ * n_ * k_ >= kParallelMacs ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(static_cast<int>(threads)) if (threads > 1)
     {
       const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -289,7 +339,10 @@ class PackedGemmKernel final : public Kernel {
         r0 = std::min(m_, tiles * t / nt * mr_);
         r1 = std::min(m_, tiles * (t + 1) / nt * mr_);
       }
-      run_block(a, residual, y, p0, p1, r0, r1);
+      for (int64_t i = 0; i < images_; ++i) {
+        run_block(a + i * m_ * k_, residual != nullptr ? residual + i * m_ * n_ : nullptr, y + i * m_ * n_, p0, p1,
+                  r0, r1);
+      }
     }
     return Status::ok();
   }
@@ -303,6 +356,7 @@ class PackedGemmKernel final : public Kernel {
     const int64_t kc_max = std::max<int64_t>(64, l1 / 2 / (nr_ * 4));
     const int64_t k_blocks = (k_ + kc_max - 1) / kc_max;
     kc_ = (k_ + k_blocks - 1) / k_blocks;
+    if (blocked_) kc_ = (kc_ + lanes_ - 1) / lanes_ * lanes_;  // blocks start on a group
     mc_ = std::max(mr_, l2 / 2 / (kc_ * 4) / mr_ * mr_);
   }
 
@@ -348,19 +402,23 @@ class PackedGemmKernel final : public Kernel {
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t col = p * nr_;
           hwy_cpu::GemmTile tile{};
-          tile.a = a + i0 * k_ + k0;
-          tile.lda = static_cast<size_t>(k_);
+          tile.blocked = blocked_;
+          tile.a = a + i0 * lda_ + (blocked_ ? k0 / lanes_ * group_ : k0);
+          tile.lda = static_cast<size_t>(lda_);
+          tile.a_group = static_cast<size_t>(group_);
           tile.b = panel_block(p, k0, kc);
           tile.kc = static_cast<size_t>(kc);
-          tile.c = y + i0 * n_ + col;
-          tile.ldc = static_cast<size_t>(n_);
+          const int64_t c_at = i0 * ldc_ + (blocked_ ? col / lanes_ * group_ : col);
+          tile.c = y + c_at;
+          tile.ldc = static_cast<size_t>(ldc_);
+          tile.c_group = static_cast<size_t>(blocked_ ? group_ : lanes_);
           tile.accumulate = k0 > 0;
           tile.next_b = p + 1 < p1 ? panel_block(p + 1, k0, kc) : nullptr;
           if (last) {
             tile.bias = bias_.empty() ? nullptr : bias_.data() + col;
             tile.epilogue = epilogue_.empty() ? nullptr : &epilogue_;
-            tile.residual = residual != nullptr ? residual + i0 * n_ + col : nullptr;
-            tile.ldr = static_cast<size_t>(n_);
+            tile.residual = residual != nullptr ? residual + c_at : nullptr;
+            tile.ldr = static_cast<size_t>(ldc_);
           }
           HWY_DYNAMIC_DISPATCH(hwy_cpu::GemmPanelRows)(tile, static_cast<size_t>(rows),
                                                        static_cast<size_t>(std::min(nr_, n_ - col)));
@@ -369,7 +427,11 @@ class PackedGemmKernel final : public Kernel {
     }
   }
 
-  int64_t m_, k_, n_;
+  int64_t m_, k_, n_, images_;
+  // A's and Y's layout (GemmTile): row-major, or channel-blocked images of m_ pixels, whose
+  // groups of lanes_ channels are group_ floats apart.
+  bool blocked_ = false;
+  int64_t lanes_ = 0, lda_ = 0, ldc_ = 0, group_ = 0;
   hwy_cpu::VectorEpilogue epilogue_;
   bool has_residual_;
   int64_t nr_ = 0, mr_ = 0, panels_ = 0, kc_ = 0, mc_ = 0;
@@ -377,14 +439,19 @@ class PackedGemmKernel final : public Kernel {
   std::vector<float> bias_;  // the constant bias, padded to whole panels
 };
 
-enum class Anchor { kMatMul, kGemm };
+enum class Anchor { kMatMul, kGemm, kConv1x1 };
 
 template <Anchor kAnchor, bool kFused>
 std::optional<ConstantWeightsProduct> product_of(const KernelCompileContext& ctx) {
-  auto p = kAnchor == Anchor::kMatMul ? matmul_product(ctx, kFused) : gemm_product(ctx, kFused);
-  // M = 1 is cpu.gemv's; A transposed and a computed bias are left to oneDNN.
+  auto p = kAnchor == Anchor::kMatMul ? matmul_product(ctx, kFused)
+           : kAnchor == Anchor::kGemm ? gemm_product(ctx, kFused)
+                                      : blocked_conv_product(ctx);
+  // M = 1 is cpu.gemv's; A transposed and a computed bias are left to oneDNN; a channel block
+  // must be one vector of the micro-kernel.
   if (!p || p->m < 2 || p->trans_a || (p->bias_input >= 0 && p->bias_constant == nullptr) ||
-      !hwy_cpu::vector_epilogue(p->epilogue)) {
+      !hwy_cpu::vector_epilogue(p->epilogue) ||
+      (p->channel_block > 0 &&
+       p->channel_block * 2 != static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::GemmPanelWidth)()))) {
     return std::nullopt;
   }
   return p;
@@ -409,6 +476,15 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 // matmul (which packs once too and has the wider 2-FMA-port kernel), so there oneDNN keeps it.
 bool packed_gemm_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
 
+// ResNet-50's 1x1 convs as products, each node timed in both kernels inside the model, 2
+// threads, 3 alternating runs (the ratio normalised by the untouched 3x3 convs' drift): on a
+// real AVX2 CPU (AMD EPYC Zen 3) cpu.gemm took 1.2-1.8x oneDNN's jit_1x1:avx2 on the 14x14
+// stage and 0.9-1.3x on 7x7; `opfuse tune` kept oneDNN for all of them (whole model 0.91x).
+// (At the AVX2 tier of an AVX-512 Xeon an earlier session measured oneDNN at 0.53-0.79 of the
+// FMA peak on those stages and cpu.gemm ahead.) So oneDNN is the default everywhere and cpu.gemm
+// an alternative that `opfuse tune` measures per model.
+bool packed_gemm_wins_conv(const Target&) { return false; }
+
 KernelImpl packed_matmul_kernel() {
   return {"cpu.gemm", "MatMul", supports<Anchor::kMatMul, false>, create<Anchor::kMatMul, false>, packed_gemm_wins};
 }
@@ -420,6 +496,9 @@ KernelImpl packed_fused_matmul_kernel() {
 }
 KernelImpl packed_fused_gemm_kernel() {
   return {"cpu.gemm", "FusedGemm", supports<Anchor::kGemm, true>, create<Anchor::kGemm, true>, packed_gemm_wins};
+}
+KernelImpl packed_blocked_conv_kernel() {
+  return {"cpu.gemm", "BlockedConv", supports<Anchor::kConv1x1, true>, create<Anchor::kConv1x1, true>, packed_gemm_wins_conv};
 }
 
 }  // namespace opfuse

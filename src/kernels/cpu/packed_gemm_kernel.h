@@ -18,8 +18,14 @@ KernelImpl packed_matmul_kernel();
 KernelImpl packed_gemm_kernel();
 KernelImpl packed_fused_matmul_kernel();
 KernelImpl packed_fused_gemm_kernel();
+// opfuse::BlockedConv with a 1x1 window, stride 1, no padding, one group: a product over the
+// pixels, on nChw8c (AVX2) / nChw16c (AVX-512) read in place, or channels-last. Never the
+// default (see packed_gemm_wins_conv); `opfuse tune` measures it against oneDNN per model.
+KernelImpl packed_blocked_conv_kernel();
 
 // Whether cpu.gemm is preferred over oneDNN's matmul on this target (see the .cc for figures).
 bool packed_gemm_wins(const Target& target);
+// Whether it is preferred over oneDNN's 1x1 convolution: on no target measured so far (the .cc).
+bool packed_gemm_wins_conv(const Target& target);
 
 }  // namespace opfuse
