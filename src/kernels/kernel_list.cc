@@ -10,6 +10,7 @@
 #include "kernels/cpu/packed_gemm_kernel.h"
 #include "kernels/cpu/rnn_kernel.h"
 #include "kernels/cpu/onednn_pool.h"
+#include "kernels/cpu/onednn_tap_regions.h"
 #include "kernels/kernel.h"
 
 namespace opfuse {
@@ -82,6 +83,8 @@ const std::vector<KernelImpl>& all_kernels() {
         // opfuse::ChannelGather (channel shuffles), its copy without a zero fill first.
         channel_gather_kernel(),
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
+        // Padded dilated convs that read padding for much of their work: regions of in-range taps.
+        onednn::onednn_tap_regions_kernel(),
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
         onednn::onednn_from_blocked_kernel(),
