@@ -18,7 +18,8 @@
 // epilogue runs as our own pass over Y (HostEpilogueKernel), so NaN stays NaN.
 #include "kernels/cpu/onednn_tap_regions.h"
 
-#include <cstring>
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -78,6 +79,7 @@ struct Region {
 };
 
 struct Split {
+  ConvGeometry conv;
   Blocked x, y;
   int64_t c = 0, m = 0;
   std::vector<Band> rows, cols;
@@ -87,7 +89,7 @@ struct Split {
 // The split of a BlockedConv this kernel handles: 2-d, dilated, one group, stride 1, blocked (or
 // channels-last) X, no input scale, an epilogue our pass can apply, and padding read by enough
 // of the work; else nullopt.
-std::optional<Split> split_of(const KernelCompileContext& ctx, ConvGeometry* geometry = nullptr) {
+std::optional<Split> split_of(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
   if (node.domain() != kFusedDomain || node.outputs().size() != 1 || node.has_input(4)) return std::nullopt;
   const auto x = static_f32_dims(node.input(0));
@@ -124,15 +126,14 @@ std::optional<Split> split_of(const KernelCompileContext& ctx, ConvGeometry* geo
   }
   s.in_range = taps / (double(s.y.h) * s.y.w * (*w)[2] * (*w)[3]);
   if (s.in_range > kMaxInRangeFraction) return std::nullopt;
-  if (geometry != nullptr) *geometry = *g;
+  s.conv = *g;
   return s;
 }
 
 class TapRegionsKernel final : public Kernel {
  public:
   TapRegionsKernel(const KernelCompileContext& ctx, const Split& s) : split_(s) {
-    ConvGeometry g;
-    split_of(ctx, &g);
+    const ConvGeometry& g = s.conv;
     const Tensor* w = ctx.constants.size() > 1 ? ctx.constants[1] : nullptr;
     const Tensor* b = g.has_bias && ctx.constants.size() > 2 ? ctx.constants[2] : nullptr;
     if (w == nullptr || (g.has_bias && b == nullptr)) throw dnnl::error(dnnl_invalid_arguments, "weights not constant");
@@ -207,10 +208,13 @@ class TapRegionsKernel final : public Kernel {
         out[0] == nullptr || out[0]->dtype() != DType::kF32 || out[0]->numel() != split_.y.numel()) {
       return Status::internal_error("onednn.tap_regions: an operand does not have its planned shape");
     }
-    // Uninitialised: every byte is written before it is read.
-    const auto src = std::make_unique_for_overwrite<char[]>(src_bytes_);
-    const auto dst = std::make_unique_for_overwrite<char[]>(dst_bytes_);
-    const auto scratchpad = std::make_unique_for_overwrite<char[]>(scratchpad_bytes_);
+    // Uninitialised (every byte is written before it is read) and cache-line aligned.
+    const auto buffer = [](size_t bytes) {
+      return std::unique_ptr<char, decltype(&std::free)>(
+          static_cast<char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)), &std::free);
+    };
+    const auto src = buffer(src_bytes_), dst = buffer(dst_bytes_), scratchpad = buffer(scratchpad_bytes_);
+    if (!src || !dst || !scratchpad) return Status::user_error("onednn.tap_regions: out of memory for its buffers");
     const auto pad = [&](const dnnl::memory::desc& md) { return dnnl::memory(md, cpu_engine(), scratchpad.get()); };
     dnnl::stream stream(cpu_engine());
     try {
