@@ -478,7 +478,7 @@ bool packed_gemm_wins(const Target& target) { return target.isa < IsaTier::kAvx5
 
 // ResNet-50's 1x1 convs as products, each node timed in both kernels inside the model, 2
 // threads, 3 alternating runs (the ratio normalised by the untouched 3x3 convs' drift): on a
-// real AVX2 CPU (AMD EPYC Zen 3) cpu.gemm took 1.2-1.8x oneDNN's jit_1x1:avx2 on the 14x14
+// real AVX2 CPU (AMD EPYC Zen 3) cpu.gemm took 1.2-2.1x oneDNN's jit_1x1:avx2 on the 14x14
 // stage and 0.9-1.3x on 7x7; `opfuse tune` kept oneDNN for all of them (whole model 0.91x).
 // (At the AVX2 tier of an AVX-512 Xeon an earlier session measured oneDNN at 0.53-0.79 of the
 // FMA peak on those stages and cpu.gemm ahead.) So oneDNN is the default everywhere and cpu.gemm
