@@ -13,7 +13,8 @@
 //
 // Algebra: Fused(x, W, B, r){[p1 .. pk]} = pk(...p1(Anchor(x, W, B))...), each p elementwise:
 // one ONNX activation (Relu, LeakyRelu, Clip/Relu6, Sigmoid, Tanh, HardSigmoid, HardSwish, Elu,
-// Gelu erf/tanh, and every other activation op record: Selu, Celu, Softplus ...), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant) or
+// Gelu erf/tanh, and every other activation op record: Selu, Celu, Softplus ...), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant),
+// a one-sided clip (Max/Min with a scalar constant) or
 // "add": + r, with r of exactly the output's shape and dtype, at most one per anchor. Since every
 // p reads only the element it writes, applying them inside the kernel computes the same values.
 // Each pattern absorbs one op; the driver repeats them, so a whole chain ends in one node.
@@ -22,6 +23,8 @@
 // residual does not depend on the anchor. The fused node keeps the anchor's name and the
 // absorbed op's output name.
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "ops/fused.h"
 #include "passes/pass_util.h"
@@ -143,6 +146,20 @@ Pattern linear_pattern(std::string_view onnx_op) {
       });
 }
 
+// Max / Min of the anchor's output and a scalar constant: a one-sided clip (TensorFlow exports
+// write a lower bound as tf.math.maximum: the Keras speech-embedding CNN's 19 convs). Both keep
+// NaN, as Max and Min do; clip's other bound is infinite, as for a Clip without it.
+Pattern bound_pattern(std::string_view onnx_op) {
+  const bool lower = onnx_op == "Max";
+  return absorb_pattern(str_cat("epilogue_", lower ? "max" : "min"), op(onnx_op, {anchor_tree(), any_scalar("s")}),
+                        [lower](const Match& m) -> Result<std::string> {
+                          const float s = static_cast<float>(m.scalar("s"));
+                          if (std::isnan(s)) return Status::user_error("the bound is NaN");
+                          const float inf = std::numeric_limits<float>::infinity();
+                          return format_post_op("clip", lower ? std::vector<float>{s, inf} : std::vector<float>{-inf, s});
+                        });
+}
+
 // y + r for a tensor r of y's shape: the residual becomes input 3.
 Pattern residual_pattern() {
   Pattern p;
@@ -201,6 +218,7 @@ std::vector<Pattern> epilogue_patterns() {
   out.push_back(silu_pattern());
   out.push_back(hardswish_mul_pattern());
   for (std::string_view op : {"Mul", "Div", "Add", "Sub"}) out.push_back(linear_pattern(op));
+  for (std::string_view op : {"Max", "Min"}) out.push_back(bound_pattern(op));
   out.push_back(residual_pattern());
   return out;
 }

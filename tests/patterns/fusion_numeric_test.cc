@@ -4,6 +4,8 @@
 // <= 1e-4 (runtime/compare.h). Plus the structure each rewrite must leave.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <map>
 
 #include "core/random.h"
@@ -260,6 +262,42 @@ TEST(FusionNumericTest, DepthwiseConvHardSwishAndSilu) {
   %c: f32[1,16,8,8] = Conv(%x, %w) {group = 16, pads = [1, 1, 1, 1]}
   )") + tail + "\n  return %y\n}";
     EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+  }
+}
+
+// Max / Min by a scalar constant (TensorFlow's tf.math.maximum as a lower bound) become one-sided
+// clips in the conv's epilogue, on random inputs and with NaN and Inf in X (Max and Min keep NaN;
+// so must the clip, in oneDNN's kernel or ours).
+TEST(FusionNumericTest, BoundsByScalarsBecomeOneSidedClips) {
+  for (const char* tail : {"%y: f32[1,8,8,8] = Max(%l, %lo)", "%y: f32[1,8,8,8] = Max(%lo, %l)",
+                           "%y: f32[1,8,8,8] = Min(%l, %hi)"}) {
+    SCOPED_TRACE(tail);
+    const std::string text = std::string(R"(graph @main opset 13 (%x: f32[1,8,8,8]) {
+  %w: f32[8,8,3,3] = const elided
+  %b: f32[8] = const elided
+  %lo: f32[1,1,1,1] = const [-0.4]
+  %hi: f32[] = const [0.3]
+  %c: f32[1,8,8,8] = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}
+  %l: f32[1,8,8,8] = LeakyRelu(%c) {alpha = 0.2}
+  )") + tail + "\n  return %y\n}";
+    EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+    const Graph g = parse(text);
+    TensorMap inputs = testing_graphs::random_inputs(g, 3, -1, 1);
+    float* x = inputs.begin()->second.data<float>();
+    x[9] = std::numeric_limits<float>::quiet_NaN();
+    x[200] = std::numeric_limits<float>::infinity();
+    x[300] = -std::numeric_limits<float>::infinity();
+    auto want = run_eager(g, inputs);
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    for (OptLevel level : {OptLevel::kO2, OptLevel::kO3}) {
+      SessionOptions so;
+      so.level = level;
+      auto session = Session::create(g.clone(), so);
+      ASSERT_TRUE(session.is_ok()) << session.status().message();
+      auto got = session->run(inputs);
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      EXPECT_LE(max_relative_difference(*got, *want), 1e-5) << "NaN and Inf at " << opt_level_name(level);
+    }
   }
 }
 
