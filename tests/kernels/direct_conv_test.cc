@@ -1,0 +1,189 @@
+// "cpu.conv" (kernels/cpu/direct_conv_kernel.cc): BlockedConvs computed directly on the vector's
+// block, against the reference BlockedConv: strides, dilations, asymmetric and no padding, odd
+// input channel counts (with garbage in X's padded lanes), panels of two and four output
+// blocks, rows split into uneven tiles, several images, epilogues and a residual, NaN / Inf /
+// denormal inputs; what it declines; where the table picks it; and a conv net at every level.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "core/target.h"
+#include "graph_test_util.h"
+#include "kernels/cpu/direct_conv_kernel.h"
+#include "kernels/kernel.h"
+#include "kernels/onednn_test_util.h"
+
+namespace opfuse {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using onednn_test::Arg;
+using onednn_test::cst;
+using onednn_test::in;
+using onednn_test::make_node;
+using onednn_test::random_f32;
+
+// The kernel's block is the dispatched vector (8 floats on AVX2, 16 with AVX-512); below AVX2 the
+// vector (4 floats) is no layout block and the kernel never applies.
+bool vector_is_a_block() { return active_target().isa >= IsaTier::kAvx2; }
+
+Ints blocked(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
+  return {n, (c + block - 1) / block, h, w, block};
+}
+
+// Max |got - want| / max |want| over real channels; a NaN must meet a NaN, an Inf the same Inf.
+double compare(const Tensor& got, const Tensor& want, const Ints& y, int64_t m) {
+  double diff = 0, scale = 1e-30;
+  const int64_t lanes = y[4], plane = y[2] * y[3] * lanes;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    if ((i / plane) % y[1] * lanes + i % lanes >= m) continue;  // padded lanes are unspecified
+    const double g = got.get_double(i), w = want.get_double(i);
+    if (std::isnan(w) || std::isnan(g)) {
+      if (std::isnan(w) != std::isnan(g)) return INFINITY;
+      continue;
+    }
+    if (std::isinf(w) || std::isinf(g)) {
+      if (g != w) return INFINITY;
+      continue;
+    }
+    diff = std::max(diff, std::abs(g - w));
+    scale = std::max(scale, std::abs(w));
+  }
+  return diff / scale;
+}
+
+struct Case {
+  int64_t n, c, m, h, w, kh, kw, stride, dilation;
+  Ints pads;  // top, left, bottom, right
+  std::vector<std::string> epilogue;
+};
+
+TEST(DirectConv, MatchesTheReference) {
+  std::mt19937 gen(31);
+  const std::vector<Case> cases = {
+      {1, 16, 32, 14, 14, 3, 3, 1, 1, {1, 1, 1, 1}, {"relu"}},        // four output blocks per panel
+      {1, 16, 16, 9, 13, 3, 3, 1, 1, {1, 1, 1, 1}, {}},               // two per panel, 13 = 5 + 4 + 4
+      {1, 12, 32, 11, 11, 3, 3, 2, 1, {1, 1, 1, 1}, {"sigmoid_mul"}},  // stride 2, 12 input channels
+      {1, 24, 16, 12, 12, 5, 5, 1, 2, {4, 4, 4, 4}, {"hardswish"}},    // dilation 2
+      {2, 16, 32, 8, 7, 3, 3, 1, 1, {1, 1, 1, 1}, {"add", "relu"}},    // two images, a residual, 7 = 3 + 2 + 2
+      {1, 16, 16, 10, 10, 3, 3, 1, 1, {0, 0, 0, 0}, {}},              // no padding: X read in place
+      {1, 8, 32, 9, 17, 1, 3, 3, 1, {0, 2, 0, 1}, {"clip:0:6"}},       // 1x3, stride 3, asymmetric pads
+  };
+  int tested = 0;
+  for (const Case& c : cases) {
+    for (int64_t block : {int64_t{8}, int64_t{16}}) {
+      const bool residual = !c.epilogue.empty() && c.epilogue[0] == "add";
+      const int64_t oh = (c.h + c.pads[0] + c.pads[2] - (c.kh - 1) * c.dilation - 1) / c.stride + 1;
+      const int64_t ow = (c.w + c.pads[1] + c.pads[3] - (c.kw - 1) * c.dilation - 1) / c.stride + 1;
+      const Ints x = blocked(c.n, c.c, c.h, c.w, block), y = blocked(c.n, c.m, oh, ow, block);
+      std::vector<Arg> args = {in(random_f32(x, gen)), cst(random_f32({c.m, c.c, c.kh, c.kw}, gen, 0.3f)),
+                               cst(random_f32({c.m}, gen))};
+      if (residual) args.push_back(in(random_f32(y, gen)));
+      float* xv = args[0].tensor.data<float>();
+      // X's padded lanes may hold any finite value (ops/layout_ops.cc): their weights are zero.
+      for (int64_t i = 0; i < args[0].tensor.numel(); ++i) {
+        if ((i / (c.h * c.w * block)) % x[1] * block + i % block >= c.c) xv[i] = 1e30f;
+      }
+      // NaN and Inf in real channels, and a run of denormals.
+      xv[5 * block + 1] = std::numeric_limits<float>::quiet_NaN();
+      xv[(c.w + 2) * block + 3] = -std::numeric_limits<float>::infinity();
+      for (int i = 40 * static_cast<int>(block); i < 44 * static_cast<int>(block); ++i) {
+        if (i % block < c.c) xv[i] = 1e-40f;
+      }
+      const Attributes attrs = {{"kernel_shape", Ints{c.kh, c.kw}},
+                                {"strides", Ints{c.stride, c.stride}},
+                                {"dilations", Ints{c.dilation, c.dilation}},
+                                {"pads", c.pads},
+                                {"epilogue", c.epilogue},
+                                {"block", block}};
+      SCOPED_TRACE(str_cat("block ", block, " x", dims_to_string(x), " m", c.m, " k", c.kh, "x", c.kw, " stride ",
+                           c.stride, " dilation ", c.dilation));
+      auto node = make_node("BlockedConv", args, attrs);
+      ASSERT_NE(node, nullptr);
+      // The block must be the dispatched vector's: 8 floats on AVX2, 16 with AVX-512.
+      if (!direct_conv_kernel().supports(node->context())) continue;
+      auto kernel = direct_conv_kernel().create(node->context());
+      ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+      EXPECT_EQ((*kernel)->name(), "cpu.conv");
+      const Tensor want = node->run(*make_reference_kernel(*node->node));
+      const Tensor got = node->run(**kernel);
+      EXPECT_LE(compare(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
+      ++tested;
+      // The table takes it exactly where the target prefers it to oneDNN, after the tap regions
+      // of a dilated conv that reads much padding.
+      auto table = create_kernel(node->context());
+      ASSERT_TRUE(table.is_ok());
+      if ((*table)->name() != "onednn.tap_regions") {
+        EXPECT_EQ((*table)->name() == "cpu.conv", direct_conv_wins(active_target())) << (*table)->name();
+      }
+    }
+  }
+  EXPECT_EQ(tested, vector_is_a_block() ? static_cast<int>(cases.size()) : 0);  // one block per case is the vector's
+}
+
+// Declined: 1x1 windows (products), groups, an odd number of output blocks, a block that is not
+// the vector's, plain NCHW input.
+TEST(DirectConv, DeclinesOtherConvs) {
+  std::mt19937 gen(32);
+  const int64_t block = active_target().channel_block();
+  const auto supported = [&](Ints w, Ints x, Attributes attrs, int64_t group = 1, int64_t b = 0) {
+    attrs["block"] = b == 0 ? block : b;
+    attrs["group"] = group;
+    auto node = make_node("BlockedConv", {in(random_f32(x, gen)), cst(random_f32(w, gen))}, attrs);
+    EXPECT_NE(node, nullptr);
+    return node != nullptr && direct_conv_kernel().supports(node->context());
+  };
+  const Attributes same = {{"pads", Ints{1, 1, 1, 1}}};
+  // The vector's block: the only one the kernel takes (the test's target caps the dispatch too).
+  const bool vector_block = supported({4 * block, 2 * block, 3, 3}, blocked(1, 2 * block, 8, 8, block), same);
+  EXPECT_EQ(vector_block, vector_is_a_block());
+  const int64_t other = block == 8 ? 16 : 8;
+  EXPECT_FALSE(supported({4 * other, 2 * other, 3, 3}, blocked(1, 2 * other, 8, 8, other), same, 1, other));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked(1, 2 * block, 8, 8, block), {}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked(1, 2 * block, 8, 8, block), {{"strides", Ints{2, 2}}}));
+  EXPECT_FALSE(supported({4 * block, block, 3, 3}, blocked(1, 2 * block, 8, 8, block), same, 2));
+  EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, blocked(1, 2 * block, 8, 8, block), same));
+  EXPECT_FALSE(supported({4 * block, 3, 3, 3}, {1, 3, 8, 8}, same));
+}
+
+// A 3x3 conv net (conv + BN + ReLU, a residual conv, a stride-2 conv) at every level against
+// eager mode, on random inputs and with a NaN and an Inf pixel.
+TEST(DirectConv, ConvNetAtEveryLevelMatchesEagerMode) {
+  const std::string text = R"(graph @main opset 13 (%x: f32[1,16,20,20]) {
+  %w1: f32[32,16,3,3] = const splat 0.03
+  %b1: f32[32] = const splat 0.1
+  %c1: f32[1,32,20,20] = Conv(%x, %w1, %b1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}
+  %r1: f32[1,32,20,20] = Relu(%c1)
+  %w2: f32[32,32,3,3] = const splat -0.02
+  %c2: f32[1,32,20,20] = Conv(%r1, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}
+  %s: f32[1,32,20,20] = Add(%c2, %r1)
+  %r2: f32[1,32,20,20] = Relu(%s)
+  %w3: f32[16,32,3,3] = const splat 0.01
+  %c3: f32[1,16,10,10] = Conv(%r2, %w3) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]}
+  return %c3
+})";
+  const auto with_specials = [](const Graph& g) {
+    TensorMap inputs = testing_graphs::random_inputs(g, 7);
+    float* x = inputs.begin()->second.data<float>();
+    x[45] = std::numeric_limits<float>::quiet_NaN();
+    x[20 * 20 * 3 + 100] = std::numeric_limits<float>::infinity();
+    return inputs;
+  };
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
+    for (bool specials : {false, true}) {
+      SCOPED_TRACE(str_cat("level ", static_cast<int>(level), specials ? " with NaN and Inf" : ""));
+      const auto run = specials ? testing_graphs::compile_and_compare(text, level, with_specials)
+                                : testing_graphs::compile_and_compare(text, level);
+      EXPECT_LE(run.diff, 1e-5);
+      const bool direct = std::any_of(run.steps.begin(), run.steps.end(),
+                                      [](const std::string& s) { return s.find("cpu.conv") != std::string::npos; });
+      EXPECT_EQ(direct, level == OptLevel::kO3 && vector_is_a_block() && direct_conv_wins(active_target()))
+          << ::testing::PrintToString(run.steps);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace opfuse
