@@ -111,6 +111,15 @@ def opfuse_configs(args, model, entry):
         # O3 with denormals flushed to zero at run time, the peer of "ort all daz".
         cmd = [args.opfuse, "bench", onnx_path, "--mode", "graph", "--level", "O3", "--flush-denormals"] + common
         out.append(Config("opfuse O3 ftz", "opfuse", cmd, env, level="O3", opt_in=True))
+    # O3 with the model's tuning record (`opfuse tune`), the check that tuning does not lose.
+    record = os.path.join(args.tuning_dir, f"{model}.json") if args.tuning_dir else None
+    if record and os.path.isfile(record) and "--tuning" in help_text:
+        cmd = [args.opfuse, "bench", onnx_path, "--mode", "graph", "--level", "O3", "--tuning", record] + common
+        out.append(Config("opfuse O3 tuned", "opfuse", cmd, env, level="O3", opt_in=True))
+    else:
+        why = (f"no tuning record {record}" if record else "no --tuning-dir") if "--tuning" in help_text else \
+            "`opfuse bench --help` has no --tuning"
+        out.append(Config("opfuse O3 tuned", "opfuse", unavailable=why, level="O3", opt_in=True))
     return out
 
 

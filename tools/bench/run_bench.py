@@ -54,6 +54,8 @@ def parse_args(argv):
     ap.add_argument("--python", default="/usr/bin/python3", help="python with torch, for torch_bench.py")
     ap.add_argument("--ort-no-spin", action="store_true",
                     help="disable ORT's intra-op thread spinning (default: ORT's own default, spinning)")
+    ap.add_argument("--tuning-dir", help="folder of tuning records MODEL.json (`opfuse tune`), for the opt-in "
+                    "config 'opfuse O3 tuned'")
     ap.add_argument("--retry-failed", action="store_true",
                     help="keep running a config in later rounds after it failed (default: skip it)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"), help="JSON result file")

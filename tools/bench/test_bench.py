@@ -74,6 +74,29 @@ class ConfigSelectionTest(unittest.TestCase):
         self.assertEqual(self._names(None), ["ort disabled", "ort all"])
         self.assertEqual(self._names(["ort all", "ort all daz"]), ["ort all", "ort all daz"])
 
+    def test_tuned_config_reads_the_models_record(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        fake = os.path.join(tmp, "opfuse")  # a CLI whose bench offers levels and --tuning
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\necho 'bench --mode --level O0 O1 O2 O3 --json --tuning'\n")
+        os.chmod(fake, 0o755)
+        records = os.path.join(tmp, "records")
+        os.mkdir(records)
+        open(os.path.join(records, "m.json"), "w").close()
+
+        def tuned(model, tuning_dir):
+            args = type("Args", (), dict(engines=["opfuse"], configs=["opfuse O3 tuned"], opfuse=fake, zoo=tmp,
+                                         threads=2, iters=1, warmup=0, tuning_dir=tuning_dir))()
+            [config] = probe_configs(args, model, dict(file=f"{model}.onnx", inputs=[]), tmp)
+            return config
+
+        config = tuned("m", records)
+        self.assertIsNone(config.unavailable)
+        self.assertEqual(config.cmd[config.cmd.index("--tuning") + 1], os.path.join(records, "m.json"))
+        self.assertIn("no tuning record", tuned("other", records).unavailable)
+        self.assertIn("no --tuning-dir", tuned("m", None).unavailable)
+
 
 class MarkdownFileTest(unittest.TestCase):
     def setUp(self):
