@@ -271,6 +271,9 @@ class DirectConvKernel final : public Kernel {
     // from L2 for every tile and the conv ran 1.3x slower).
     const int64_t l1 = active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024;
     run_groups_ = std::clamp<int64_t>(l1 * 3 / 4 / (taps * b * width * 4), 1, groups_);
+    // Rows per band: enough pixels (about 32) for the run's weights to be read from L1 many
+    // times, so a 7x7 map takes the band of 5 rows, a 56-wide one a single row.
+    band_rows_ = std::clamp<int64_t>(ceil_div(32, p_.ow), 1, p_.oh);
     // Tiles of nearly equal width per output row.
     const int64_t tiles = ceil_div(p_.ow, mr_);
     for (int64_t i = 0, ox = 0; i < tiles; ++i) {
@@ -308,7 +311,7 @@ class DirectConvKernel final : public Kernel {
     }
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
-    const int64_t items = panels_ * p_.oh;
+    const int64_t bands = ceil_div(p_.oh, band_rows_), items = panels_ * bands;
     const int64_t chunk = std::max<int64_t>(1, items / (8 * threads));
     for (int64_t image = 0; image < p_.n; ++image) {
       const float* x = xt->data<float>() + image * x_image;
@@ -323,7 +326,10 @@ class DirectConvKernel final : public Kernel {
         }
         const float* src = xp != nullptr ? xp : x;
 #pragma omp for schedule(dynamic, chunk)
-        for (int64_t item = 0; item < items; ++item) run_row(src, y, residual, item / p_.oh, item % p_.oh);
+        for (int64_t item = 0; item < items; ++item) {
+          const int64_t oy = item % bands * band_rows_;
+          run_band(src, y, residual, item / bands, oy, std::min(p_.oh, oy + band_rows_));
+        }
       }
     }
     return Status::ok();
@@ -343,10 +349,11 @@ class DirectConvKernel final : public Kernel {
     std::memset(dst + (p_.pl + p_.w) * b, 0, static_cast<size_t>(p_.pr * b) * sizeof(float));
   }
 
-  // Output row oy of one panel: the tiles over each run of input blocks, then the epilogue over
-  // the row of each output block (contiguous, still in L1). `src` is X, or its padded copy when
-  // there is padding (then the window's origin is the copy's origin: no negative offsets).
-  void run_row(const float* src, float* y, const float* residual, int64_t panel, int64_t oy) const {
+  // Output rows [oy0, oy1) of one panel: for each run of input blocks, the tiles of every row
+  // (the run's weights stay in L1 across the band), then the epilogue over each row of each output
+  // block (contiguous, still in L1). `src` is X, or its padded copy when there is padding (then
+  // the window's origin is the copy's origin: no negative offsets).
+  void run_band(const float* src, float* y, const float* residual, int64_t panel, int64_t oy0, int64_t oy1) const {
     const int64_t b = p_.lanes, plane = p_.oh * p_.ow;
     const int64_t in_w = padded_ ? wp_ : p_.w, in_h = padded_ ? hp_ : p_.h;
     hwy_cpu::ConvRow t{};
@@ -355,27 +362,29 @@ class DirectConvKernel final : public Kernel {
     t.num_taps = taps_.size();
     t.group_stride = static_cast<size_t>(in_h * in_w * b);
     t.blocks = static_cast<size_t>(blocks_);
-    const int64_t at = (blocks_ * panel * plane + oy * p_.ow) * b;
-    t.y = y + at;
     t.y_group = static_cast<size_t>(plane * b);
     t.tiles = row_tiles_.data();
     t.num_tiles = row_tiles_.size() / 2;
     const int64_t group_weights = p_.kh * p_.kw * b * blocks_ * b;
     const float* panel_weights = packed_.get() + panel * groups_ * group_weights;
+    float* const y_panel = y + blocks_ * panel * plane * b;
     for (int64_t g0 = 0; g0 < groups_; g0 += run_groups_) {
       const int64_t g1 = std::min(groups_, g0 + run_groups_);
       t.groups = static_cast<size_t>(g1 - g0);
-      t.x = src + g0 * t.group_stride + oy * p_.sh * in_w * b;
       t.w = panel_weights + g0 * group_weights;
       t.accumulate = g0 > 0;
       t.bias = g1 == groups_ ? bias_.data() + panel * blocks_ * b : nullptr;
-      HWY_DYNAMIC_DISPATCH(hwy_cpu::ConvRowRun)(t);
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        t.x = src + g0 * t.group_stride + oy * p_.sh * in_w * b;
+        t.y = y_panel + oy * p_.ow * b;
+        HWY_DYNAMIC_DISPATCH(hwy_cpu::ConvRowRun)(t);
+      }
     }
     if (epilogue_.empty()) return;
     for (int64_t j = 0; j < blocks_; ++j) {
-      const int64_t offset = at + j * plane * b;
+      const int64_t offset = (blocks_ * panel + j) * plane * b + oy0 * p_.ow * b;
       hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
-                                   p_.ow * b);
+                                   (oy1 - oy0) * p_.ow * b);
     }
   }
 
@@ -383,7 +392,8 @@ class DirectConvKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t mr_ = 0, groups_ = 0, panels_ = 0, hp_ = 0, wp_ = 0;
   int64_t blocks_ = 2;  // output blocks per panel: 4, or 2 when they do not come in fours
-  int64_t run_groups_ = 1;  // input blocks per run over a row (the rest accumulate in Y)
+  int64_t run_groups_ = 1;  // input blocks per run over a band of rows (the rest accumulate in Y)
+  int64_t band_rows_ = 1;   // output rows a thread takes at once
   bool padded_ = false;
   std::vector<size_t> taps_;
   std::vector<int64_t> row_tiles_;  // (first column, width) of each tile of a row
