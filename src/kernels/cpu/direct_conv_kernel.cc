@@ -1,24 +1,25 @@
 // "cpu.conv": a BlockedConv computed directly on the blocked layout (kernels/cpu/direct_conv_kernel.h).
 //
-// X is [N, C/b, H, W, b] and Y [N, M/b, OH, OW, b] with b one vector (8 floats on AVX2). A
-// register tile is up to MR output pixels of one output row times one panel of two output blocks
-// (2b channels): 2 x MR accumulators, the register file's worth (6 pixels on AVX2, 12 with
-// AVX-512's 32 registers). The tile walks every input block, every tap of the window and every
-// lane of the block; each step loads the panel's two weight vectors once and broadcasts one input
-// value per pixel, so every load feeds two FMAs, as in cpu.gemm's micro-kernel. The tile's pixels
-// are a fixed stride apart in X (b times the conv's stride), and each tap a fixed offset from
-// them, so one pointer per tap addresses all of them.
+// X is [N, C/b, H, W, b] and Y [N, M/b, OH, OW, b] with b one vector (8 floats on AVX2). The
+// output channels are cut into panels of four blocks (two when the blocks do not come in fours).
+// A register tile is a few output pixels of one row times one panel: on AVX2 3 x 4 blocks (or
+// 5 x 2) accumulators, plus a step's broadcast inputs and the one weight vector in use, fill the
+// 16 registers. A step is one lane of one input block at one tap: it broadcasts each pixel's
+// input value and multiplies it by the panel's weight vectors. The tile's pixels are a fixed
+// stride apart in X (b times the conv's stride) and each tap a fixed offset from them, so one
+// pointer per tap addresses a step's inputs with constant displacements.
 //
-// Padding: when the window reads outside X, the image is first copied into a zero-bordered
-// buffer (by all threads, before the tiles), so every tile sees only real taps and the loop has no
-// branches. That copy is one pass over X, against the 9 taps' worth of reads of a 3x3 conv.
+// Loop order (oneDNN's): a thread takes a band of output rows of one panel (about 32 pixels); over
+// the band it runs the input blocks in runs whose packed weights fit in L1 ([C/b][taps][b][panel],
+// read in that order), accumulating in Y between runs; after the last run the bias is added in
+// registers and the epilogue runs over each row of the band while it is in L1. Rows are cut into
+// tiles of nearly equal width (56 pixels: 18 tiles of 3 and 1 of 2). Bands go to threads
+// dynamically (the host is shared: a descheduled thread would stall a static split), those of one
+// panel consecutively, so a thread keeps its weights.
 //
-// Weights are packed once per panel in the order the tile reads them ([C/b][taps][b][2b]): one
-// sequential stream per tile, which the panel's rows of tiles read again from L2. A row of
-// output is cut into tiles of nearly equal width (56 pixels: 6 tiles of 6 and 4 of 5), since a
-// narrow tile has too few accumulators to hide the FMA latency. Threads take runs of (panel,
-// output row) items dynamically (the host is shared: a descheduled thread would stall a static
-// split); items of one panel are consecutive, so a thread keeps reading the same weights.
+// Padding: a padded conv first copies the image into a zero-bordered buffer (all threads, before
+// the tiles), so no tile has border cases and the loop no branches. The copy is one pass over X,
+// against the 9 reads of each input a 3x3 conv makes.
 #ifndef OPFUSE_KERNELS_CPU_DIRECT_CONV_KERNEL_DECLS_
 #define OPFUSE_KERNELS_CPU_DIRECT_CONV_KERNEL_DECLS_
 #include <omp.h>
@@ -265,10 +266,11 @@ class DirectConvKernel final : public Kernel {
     }
     bias_.assign(static_cast<size_t>(panels_ * width), 0.0f);
     if (p_.bias != nullptr) std::copy_n(p_.bias->data<float>(), p_.m, bias_.begin());
-    // Input blocks per run over a row: their weights (taps x b x panel width floats each) fill
-    // half of L1, so the row's tiles read them from there and the row's outputs stay in L1 in
-    // between (oneDNN's loop order; with every input block in one run the panel's weights came
-    // from L2 for every tile and the conv ran 1.3x slower).
+    // Input blocks per run over a band: their weights (taps x b x panel width floats each) fill
+    // three quarters of L1, so the band's tiles read them from there and the band's outputs stay
+    // in L1 in between (with every input block in one run the panel's weights came from L2 for
+    // every tile: ResNet-50's 3x3 convs took about 1.2x as long; half of L1, one 8-channel block
+    // per run on AVX2, was about 5% slower than two).
     const int64_t l1 = active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024;
     run_groups_ = std::clamp<int64_t>(l1 * 3 / 4 / (taps * b * width * 4), 1, groups_);
     // Rows per band: enough pixels (about 32) for the run's weights to be read from L1 many
@@ -277,10 +279,10 @@ class DirectConvKernel final : public Kernel {
     // Tiles of nearly equal width per output row.
     const int64_t tiles = ceil_div(p_.ow, mr_);
     for (int64_t i = 0, ox = 0; i < tiles; ++i) {
-      const int64_t width = p_.ow / tiles + (i < p_.ow % tiles ? 1 : 0);
+      const int64_t cols = p_.ow / tiles + (i < p_.ow % tiles ? 1 : 0);
       row_tiles_.push_back(ox);
-      row_tiles_.push_back(width);
-      ox += width;
+      row_tiles_.push_back(cols);
+      ox += cols;
     }
   }
 
