@@ -270,7 +270,7 @@ class DirectConvKernel final : public Kernel {
     // three quarters of L1, so the band's tiles read them from there and the band's outputs stay
     // in L1 in between (with every input block in one run the panel's weights came from L2 for
     // every tile: ResNet-50's 3x3 convs took about 1.2x as long; half of L1, one 8-channel block
-    // per run on AVX2, was about 5% slower than two).
+    // per run on AVX2, was about 10% slower than two on one core).
     const int64_t l1 = active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024;
     run_groups_ = std::clamp<int64_t>(l1 * 3 / 4 / (taps * b * width * 4), 1, groups_);
     // Rows per band: enough pixels (about 32) for the run's weights to be read from L1 many
