@@ -20,6 +20,8 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 using onednn_test::Arg;
+using onednn_test::blocked_dims;
+using onednn_test::blocked_relative_error;
 using onednn_test::cst;
 using onednn_test::in;
 using onednn_test::make_node;
@@ -28,31 +30,6 @@ using onednn_test::random_f32;
 // The kernel's block is the dispatched vector (8 floats on AVX2, 16 with AVX-512); below AVX2 the
 // vector (4 floats) is no layout block and the kernel never applies.
 bool vector_is_a_block() { return active_target().isa >= IsaTier::kAvx2; }
-
-Ints blocked(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
-  return {n, (c + block - 1) / block, h, w, block};
-}
-
-// Max |got - want| / max |want| over real channels; a NaN must meet a NaN, an Inf the same Inf.
-double compare(const Tensor& got, const Tensor& want, const Ints& y, int64_t m) {
-  double diff = 0, scale = 1e-30;
-  const int64_t lanes = y[4], plane = y[2] * y[3] * lanes;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    if ((i / plane) % y[1] * lanes + i % lanes >= m) continue;  // padded lanes are unspecified
-    const double g = got.get_double(i), w = want.get_double(i);
-    if (std::isnan(w) || std::isnan(g)) {
-      if (std::isnan(w) != std::isnan(g)) return INFINITY;
-      continue;
-    }
-    if (std::isinf(w) || std::isinf(g)) {
-      if (g != w) return INFINITY;
-      continue;
-    }
-    diff = std::max(diff, std::abs(g - w));
-    scale = std::max(scale, std::abs(w));
-  }
-  return diff / scale;
-}
 
 struct Case {
   int64_t n, c, m, h, w, kh, kw, stride, dilation;
@@ -77,7 +54,7 @@ TEST(DirectConv, MatchesTheReference) {
       const bool residual = !c.epilogue.empty() && c.epilogue[0] == "add";
       const int64_t oh = (c.h + c.pads[0] + c.pads[2] - (c.kh - 1) * c.dilation - 1) / c.stride + 1;
       const int64_t ow = (c.w + c.pads[1] + c.pads[3] - (c.kw - 1) * c.dilation - 1) / c.stride + 1;
-      const Ints x = blocked(c.n, c.c, c.h, c.w, block), y = blocked(c.n, c.m, oh, ow, block);
+      const Ints x = blocked_dims(c.n, c.c, c.h, c.w, block), y = blocked_dims(c.n, c.m, oh, ow, block);
       std::vector<Arg> args = {in(random_f32(x, gen)), cst(random_f32({c.m, c.c, c.kh, c.kw}, gen, 0.3f)),
                                cst(random_f32({c.m}, gen))};
       if (residual) args.push_back(in(random_f32(y, gen)));
@@ -109,7 +86,7 @@ TEST(DirectConv, MatchesTheReference) {
       EXPECT_EQ((*kernel)->name(), "cpu.conv");
       const Tensor want = node->run(*make_reference_kernel(*node->node));
       const Tensor got = node->run(**kernel);
-      EXPECT_LE(compare(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
+      EXPECT_LE(blocked_relative_error(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
       ++tested;
       // The table takes it exactly where the target prefers it to oneDNN, after the tap regions
       // of a dilated conv that reads much padding.
@@ -137,14 +114,14 @@ TEST(DirectConv, DeclinesOtherConvs) {
   };
   const Attributes same = {{"pads", Ints{1, 1, 1, 1}}};
   // The vector's block: the only one the kernel takes (the test's target caps the dispatch too).
-  const bool vector_block = supported({4 * block, 2 * block, 3, 3}, blocked(1, 2 * block, 8, 8, block), same);
+  const bool vector_block = supported({4 * block, 2 * block, 3, 3}, blocked_dims(1, 2 * block, 8, 8, block), same);
   EXPECT_EQ(vector_block, vector_is_a_block());
   const int64_t other = block == 8 ? 16 : 8;
-  EXPECT_FALSE(supported({4 * other, 2 * other, 3, 3}, blocked(1, 2 * other, 8, 8, other), same, 1, other));
-  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked(1, 2 * block, 8, 8, block), {}));
-  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked(1, 2 * block, 8, 8, block), {{"strides", Ints{2, 2}}}));
-  EXPECT_FALSE(supported({4 * block, block, 3, 3}, blocked(1, 2 * block, 8, 8, block), same, 2));
-  EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, blocked(1, 2 * block, 8, 8, block), same));
+  EXPECT_FALSE(supported({4 * other, 2 * other, 3, 3}, blocked_dims(1, 2 * other, 8, 8, other), same, 1, other));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {{"strides", Ints{2, 2}}}));
+  EXPECT_FALSE(supported({4 * block, block, 3, 3}, blocked_dims(1, 2 * block, 8, 8, block), same, 2));
+  EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, blocked_dims(1, 2 * block, 8, 8, block), same));
   EXPECT_FALSE(supported({4 * block, 3, 3, 3}, {1, 3, 8, 8}, same));
 }
 

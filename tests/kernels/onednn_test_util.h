@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,6 +23,35 @@ inline Tensor random_f32(const std::vector<int64_t>& dims, std::mt19937& gen, fl
   Tensor t = Tensor::zeros(DType::kF32, dims).value();
   for (float& v : t.values<float>()) v = dist(gen);
   return t;
+}
+
+// Dims of a logical [N, C, H, W] in a BlockedConv layout (block 0: channels-last, one block of C).
+inline std::vector<int64_t> blocked_dims(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
+  const int64_t lanes = block == 0 ? c : block;
+  return {n, (c + lanes - 1) / lanes, h, w, lanes};
+}
+
+// Max |got - want| / max |want| over the real channels of blocked tensors of dims `y` holding `m`
+// channels (padded lanes are unspecified); a NaN must meet a NaN, an Inf the same Inf (else Inf).
+inline double blocked_relative_error(const Tensor& got, const Tensor& want, const std::vector<int64_t>& y,
+                                     int64_t m) {
+  double diff = 0, scale = 1e-30;
+  const int64_t lanes = y[4], plane = y[2] * y[3] * lanes;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    if ((i / plane) % y[1] * lanes + i % lanes >= m) continue;
+    const double g = got.get_double(i), w = want.get_double(i);
+    if (std::isnan(w) || std::isnan(g)) {
+      if (std::isnan(w) != std::isnan(g)) return INFINITY;
+      continue;
+    }
+    if (std::isinf(w) || std::isinf(g)) {
+      if (g != w) return INFINITY;
+      continue;
+    }
+    diff = std::max(diff, std::abs(g - w));
+    scale = std::max(scale, std::abs(w));
+  }
+  return diff / scale;
 }
 
 // One input of the node under test: a graph input, or a constant (weights) when `constant`.

@@ -19,43 +19,17 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 using onednn_test::Arg;
+using onednn_test::blocked_dims;
+using onednn_test::blocked_relative_error;
 using onednn_test::cst;
 using onednn_test::in;
 using onednn_test::make_node;
 using onednn_test::random_f32;
 
-// Dims of [N, C, H, W] in a BlockedConv layout (block 0: channels-last).
-Ints blocked(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
-  const int64_t lanes = block == 0 ? c : block;
-  return {n, (c + lanes - 1) / lanes, h, w, lanes};
-}
-
 struct Case {
   int64_t n, c, m, h, w, k, dilation;
   std::vector<std::string> epilogue;
 };
-
-// Max |got - want| / max |want| over real channels; a NaN must meet a NaN.
-double compare(const Tensor& got, const Tensor& want, const Ints& y, int64_t m) {
-  double diff = 0, scale = 1e-30;
-  const int64_t lanes = y[4], plane = y[2] * y[3] * lanes;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const int64_t channel = (i / plane) % y[1] * lanes + i % lanes;
-    if (channel >= m) continue;  // padded lanes are unspecified
-    const double g = got.get_double(i), w = want.get_double(i);
-    if (std::isnan(w) || std::isnan(g)) {
-      if (std::isnan(w) != std::isnan(g)) return INFINITY;
-      continue;
-    }
-    if (std::isinf(w) || std::isinf(g)) {
-      if (g != w) return INFINITY;
-      continue;
-    }
-    diff = std::max(diff, std::abs(g - w));
-    scale = std::max(scale, std::abs(w));
-  }
-  return diff / scale;
-}
 
 TEST(TapRegions, DilatedPaddedConvsMatchTheReference) {
   std::mt19937 gen(21);
@@ -71,8 +45,8 @@ TEST(TapRegions, DilatedPaddedConvsMatchTheReference) {
     for (const Case& c : cases) {
       const int64_t pad = c.dilation * (c.k / 2);
       const bool residual = !c.epilogue.empty() && c.epilogue[0] == "add";
-      const Ints y = blocked(c.n, c.m, c.h, c.w, block);
-      std::vector<Arg> args = {in(random_f32(blocked(c.n, c.c, c.h, c.w, block), gen)),
+      const Ints y = blocked_dims(c.n, c.m, c.h, c.w, block);
+      std::vector<Arg> args = {in(random_f32(blocked_dims(c.n, c.c, c.h, c.w, block), gen)),
                                cst(random_f32({c.m, c.c, c.k, c.k}, gen, 0.3f)), cst(random_f32({c.m}, gen))};
       if (residual) args.push_back(in(random_f32(y, gen)));
       // NaN, Inf (in real channels: padded lanes hold finite values) and a run of denormals in X.
@@ -98,7 +72,7 @@ TEST(TapRegions, DilatedPaddedConvsMatchTheReference) {
       EXPECT_EQ((*kernel)->name(), "onednn.tap_regions");
       const Tensor want = node->run(*make_reference_kernel(*node->node));
       const Tensor got = node->run(**kernel);
-      EXPECT_LE(compare(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
+      EXPECT_LE(blocked_relative_error(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
       ++tested;
       auto table = create_kernel(node->context());
       ASSERT_TRUE(table.is_ok());
