@@ -203,7 +203,7 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   p.c = (*w)[1];
   if (attrs.get_int("group") != 1 || attrs.get_int("block") != p.lanes || p.m <= 0 || p.c <= 0) return std::nullopt;
   const int64_t cb = ceil_div(p.c, p.lanes), mb = ceil_div(p.m, p.lanes);
-  // Every panel is two whole output blocks.
+  // Panels of four output blocks, or two: the blocks must come in pairs.
   if ((*x)[1] != cb || (*x)[4] != p.lanes || (*y)[1] != mb || (*y)[4] != p.lanes || mb % 2 != 0) return std::nullopt;
   const auto g = onednn::conv_geometry_for(ctx, Dims{(*x)[0], p.c, (*x)[2], (*x)[3]},
                                            Dims{(*y)[0], p.m, (*y)[2], (*y)[3]}, false);
