@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/random.h"
@@ -57,6 +59,13 @@ struct CompiledRun {
   std::vector<std::string> steps;  // CompiledPlan::describe_steps (of the plan for these inputs)
   double diff = 1e9;               // max relative difference to eager mode over the runs
   TensorMap want;                  // eager mode's outputs
+
+  // Steps whose description names `kernel` ("cpu.conv", "onednn.tap_regions" ...).
+  size_t steps_running(std::string_view kernel) const {
+    return static_cast<size_t>(std::count_if(steps.begin(), steps.end(), [&](const std::string& s) {
+      return s.find(kernel) != std::string::npos;
+    }));
+  }
 };
 
 // Parses `text`, compiles it at `level` and runs it twice on `make_inputs(graph)` (the second
@@ -93,6 +102,30 @@ CompiledRun compile_and_compare(const std::string& text, OptLevel level, MakeInp
 // The same on random_inputs(seed).
 inline CompiledRun compile_and_compare(const std::string& text, OptLevel level, uint64_t seed = 11) {
   return compile_and_compare(text, level, [seed](const Graph& g) { return random_inputs(g, seed); });
+}
+
+// compile_and_compare at O1, O2 and O3, each on random_inputs(seed) and on the same inputs with
+// a NaN at element `nan_at` and `inf` at element `inf_at` of the first input.
+struct LevelRun {
+  OptLevel level;
+  bool specials;
+  CompiledRun run;
+};
+inline std::vector<LevelRun> compile_at_every_level(const std::string& text, uint64_t seed, int64_t nan_at,
+                                                    int64_t inf_at, float inf) {
+  const auto with_specials = [&](const Graph& g) {
+    TensorMap inputs = random_inputs(g, seed);
+    float* x = inputs.begin()->second.data<float>();
+    x[nan_at] = std::numeric_limits<float>::quiet_NaN();
+    x[inf_at] = inf;
+    return inputs;
+  };
+  std::vector<LevelRun> runs;
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
+    runs.push_back({level, false, compile_and_compare(text, level, seed)});
+    runs.push_back({level, true, compile_and_compare(text, level, with_specials)});
+  }
+  return runs;
 }
 
 }  // namespace opfuse::testing_graphs
