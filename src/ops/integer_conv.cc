@@ -3,10 +3,13 @@
 // in integers. Padding contributes nothing: a padded element counts as x's zero point, which is
 // what the ONNX node tests expect. ConvInteger returns the int32 sums; QLinearConv adds its int32
 // bias and requantizes with x_scale * w_scale / y_scale (w_scale per tensor or per output
-// channel). A direct loop nest, not a GEMM: these are reference kernels (no fast int8 kernels yet).
+// channel). A direct loop nest, not a GEMM: these are the reference kernels (the fast ones are in
+// kernels/cpu/onednn_conv_integer.cc).
 #include <omp.h>
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "ops/conv_common.h"
 #include "ops/quantize_common.h"
@@ -14,9 +17,24 @@
 namespace opfuse {
 namespace {
 
-// Sums of (x - x_zero) * (w - w_zero[m]) for every output element. Products fit in 17 bits; sums
-// are kept in int64 and narrowed modulo 2^32 (what a 32-bit accumulator does on overflow, which
-// the spec allows), after adding `bias` when given.
+// The output positions [lo, hi) along one axis whose input position o * stride - pad + offset
+// falls inside [0, in): the rest read padding, which contributes nothing.
+struct ValidRange {
+  int64_t lo, hi;
+};
+ValidRange valid_outputs(int64_t out, int64_t in, int64_t stride, int64_t pad, int64_t offset) {
+  const int64_t first = pad - offset;      // o * stride >= first
+  const int64_t last = in - 1 + pad - offset;  // o * stride <= last
+  if (last < 0) return {0, 0};
+  const int64_t lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  return {std::min(lo, out), std::min(out, last / stride + 1)};
+}
+
+// Sums of (x - x_zero) * (w - w_zero[m]) for every output element, one output row at a time: for
+// each input channel and tap, the tap's weight times a run of one input row is added to the
+// output row's sums. Products fit in 19 bits; the sums (and `bias`, when given) are added in
+// uint32, that is modulo 2^32: exactly what an int64 sum narrowed to int32 gives, and what a
+// 32-bit accumulator does on overflow (which the spec allows).
 template <typename TX, typename TW>
 void int_conv(const ConvSetup& s, const Tensor& xt, int32_t x_zero, const Tensor& wt,
               const std::vector<int32_t>& w_zero, const int32_t* bias, int32_t* y) {
@@ -32,34 +50,34 @@ void int_conv(const ConvSetup& s, const Tensor& xt, int32_t x_zero, const Tensor
     const TX* xg = x + (n * channels + group * cg) * in_size;
     const TW* wo = w + oc * cg * ksize;
     const int32_t wz = w_zero[oc];
-    int32_t* yo = y + job * out_size;
-    for (int64_t od = 0; od < g.out[0]; ++od) {
-      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-          int64_t acc = bias ? bias[oc] : 0;
-          for (int64_t c = 0; c < cg; ++c) {
-            const TX* xc = xg + c * in_size;
-            const TW* wc = wo + c * ksize;
-            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    std::vector<uint32_t> acc(static_cast<size_t>(out_size), bias ? static_cast<uint32_t>(bias[oc]) : 0u);
+    for (int64_t c = 0; c < cg; ++c) {
+      const TX* xc = xg + c * in_size;
+      for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+        const ValidRange d = valid_outputs(g.out[0], g.in[0], g.stride[0], g.pad_begin[0], kd * g.dilation[0]);
+        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+          const ValidRange h = valid_outputs(g.out[1], g.in[1], g.stride[1], g.pad_begin[1], kh * g.dilation[1]);
+          for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+            const ValidRange r = valid_outputs(g.out[2], g.in[2], g.stride[2], g.pad_begin[2], kw * g.dilation[2]);
+            const int32_t tap = int32_t{wo[(c * g.kernel[0] + kd) * g.kernel[1] * g.kernel[2] + kh * g.kernel[2] + kw]} - wz;
+            for (int64_t od = d.lo; od < d.hi; ++od) {
               const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-              if (id < 0 || id >= g.in[0]) continue;
-              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+              for (int64_t oh = h.lo; oh < h.hi; ++oh) {
                 const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                if (ih < 0 || ih >= g.in[1]) continue;
-                const TX* xrow = xc + (id * g.in[1] + ih) * g.in[2];
-                const TW* wrow = wc + (kd * g.kernel[1] + kh) * g.kernel[2];
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                  const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                  if (iw < 0 || iw >= g.in[2]) continue;
-                  acc += (int64_t{xrow[iw]} - x_zero) * (int64_t{wrow[kw]} - wz);
+                // x's index at output column 0 (negative when that column reads padding)
+                const int64_t x0 = (id * g.in[1] + ih) * g.in[2] - g.pad_begin[2] + kw * g.dilation[2];
+                uint32_t* row = acc.data() + (od * g.out[1] + oh) * g.out[2];
+                for (int64_t ow = r.lo; ow < r.hi; ++ow) {
+                  row[ow] += static_cast<uint32_t>((int32_t{xc[x0 + ow * g.stride[2]]} - x_zero) * tap);
                 }
               }
             }
           }
-          yo[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<int32_t>(acc);
         }
       }
     }
+    int32_t* yo = y + job * out_size;
+    for (int64_t i = 0; i < out_size; ++i) yo[i] = static_cast<int32_t>(acc[i]);
   }
 }
 
