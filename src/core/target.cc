@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 
 namespace opfuse {
@@ -40,6 +41,26 @@ IsaTier detect_isa() {
 int64_t sysconf_bytes(int name) {
   const long v = sysconf(name);
   return v > 0 ? v : 0;
+}
+
+// The first line of a small text file, "" when it cannot be read.
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "32K", "1M", "32768K" or a plain byte count (sysfs's cache sizes); 0 when malformed.
+int64_t parse_cache_size(const std::string& text) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || v <= 0) return 0;
+  const std::string unit(end);
+  if (unit.empty()) return v;
+  if (unit == "K") return v << 10;
+  if (unit == "M") return v << 20;
+  return 0;
 }
 
 std::string bytes_text(int64_t b) {
@@ -110,14 +131,34 @@ std::string Target::describe() const {
                  ", L1d ", bytes_text(l1d_bytes), ", L2 ", bytes_text(l2_bytes), ", L3 ", bytes_text(l3_bytes));
 }
 
+int64_t cache_bytes_from_sysfs(const std::string& dir, int level) {
+  for (int i = 0; i < 16; ++i) {
+    const std::string index = str_cat(dir, "/index", i, "/");
+    const std::string l = first_line(index + "level");
+    if (l.empty()) break;
+    const std::string type = first_line(index + "type");
+    if (l == std::to_string(level) && (type == "Data" || type == "Unified")) {
+      return parse_cache_size(first_line(index + "size"));
+    }
+  }
+  return 0;
+}
+
 const Target& host_target() {
   static const Target host = [] {
     Target t;
     t.isa = detect_isa();
     t.cores = static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
-    t.l1d_bytes = sysconf_bytes(_SC_LEVEL1_DCACHE_SIZE);
-    t.l2_bytes = sysconf_bytes(_SC_LEVEL2_CACHE_SIZE);
-    t.l3_bytes = sysconf_bytes(_SC_LEVEL3_CACHE_SIZE);
+    // The kernel's own description first: glibc's sysconf reports 256 MiB of L3 on a Zen 3 VM
+    // whose sysfs (and lscpu) say 32 MiB.
+    const std::string cpu0 = "/sys/devices/system/cpu/cpu0/cache";
+    const auto cache = [&](int level, int name) {
+      const int64_t b = cache_bytes_from_sysfs(cpu0, level);
+      return b > 0 ? b : sysconf_bytes(name);
+    };
+    t.l1d_bytes = cache(1, _SC_LEVEL1_DCACHE_SIZE);
+    t.l2_bytes = cache(2, _SC_LEVEL2_CACHE_SIZE);
+    t.l3_bytes = cache(3, _SC_LEVEL3_CACHE_SIZE);
     return t;
   }();
   return host;

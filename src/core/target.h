@@ -37,7 +37,7 @@ struct Target {
   int cores = 1;          // logical CPUs this process may run on
   int64_t l1d_bytes = 0;  // per core; 0: unknown
   int64_t l2_bytes = 0;   // per core; 0: unknown
-  int64_t l3_bytes = 0;   // as the OS reports it (shared); 0: unknown
+  int64_t l3_bytes = 0;   // the L3 cpu0 shares with others; 0: unknown
 
   // Bytes of one f32 vector register the tier computes with (16, 32 or 64).
   int vector_bytes() const;
@@ -46,12 +46,17 @@ struct Target {
   // SSE4.1 only nChw8c has them (nChw16c falls to reference loops there).
   int64_t channel_block() const;
   bool has_avx512() const { return isa >= IsaTier::kAvx512Core; }
-  // "avx512_core_bf16 (64-byte vectors), 2 cores, L1d 48 KiB, L2 1 MiB, L3 508 MiB"
+  // "avx2 (32-byte vectors), 2 cores, L1d 32 KiB, L2 512 KiB, L3 32 MiB"
   std::string describe() const;
 };
 
-// The host CPU, detected once (cpuid for the ISA, sysconf for caches and cores).
+// The host CPU, detected once (cpuid for the ISA, sysfs for caches, sysconf for cores and for
+// caches sysfs does not describe).
 const Target& host_target();
+
+// Bytes of the data (or unified) cache of `level` described under `dir`, a CPU's sysfs cache
+// folder (/sys/devices/system/cpu/cpu0/cache: index<i>/{level,type,size}); 0 when none is.
+int64_t cache_bytes_from_sysfs(const std::string& dir, int level);
 
 // The host target capped at `name` ("native", or a tier name from all_isa_tiers()). A tier the
 // host does not have is a user error naming both: kernels could not run. (Passes alone may

@@ -1,0 +1,68 @@
+// Cache sizes come from the kernel's sysfs description of cpu0's caches.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/target.h"
+
+namespace opfuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fake cpu0/cache folder: one index<i> per {level, type, size}.
+class FakeSysfsCache {
+ public:
+  explicit FakeSysfsCache(const std::string& name)
+      : dir_(fs::temp_directory_path() / ("opfuse_target_test_" + name)) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~FakeSysfsCache() { fs::remove_all(dir_); }
+  void add(int level, const std::string& type, const std::string& size) {
+    const fs::path index = dir_ / ("index" + std::to_string(next_++));
+    fs::create_directories(index);
+    std::ofstream(index / "level") << level << "\n";
+    std::ofstream(index / "type") << type << "\n";
+    std::ofstream(index / "size") << size << "\n";
+  }
+  std::string path() const { return dir_.string(); }
+
+ private:
+  fs::path dir_;
+  int next_ = 0;
+};
+
+TEST(TargetCaches, ReadsEachLevelsDataOrUnifiedCacheFromSysfs) {
+  // A Zen 3 guest's layout: the instruction cache is listed between L1d and L2.
+  FakeSysfsCache cache("zen3");
+  cache.add(1, "Data", "32K");
+  cache.add(1, "Instruction", "64K");
+  cache.add(2, "Unified", "512K");
+  cache.add(3, "Unified", "32768K");
+  EXPECT_EQ(cache_bytes_from_sysfs(cache.path(), 1), 32 << 10);
+  EXPECT_EQ(cache_bytes_from_sysfs(cache.path(), 2), 512 << 10);
+  EXPECT_EQ(cache_bytes_from_sysfs(cache.path(), 3), int64_t{32} << 20);
+}
+
+TEST(TargetCaches, UnknownWhereSysfsDoesNotDescribeTheCache) {
+  FakeSysfsCache cache("partial");
+  cache.add(1, "Instruction", "32K");
+  cache.add(2, "Unified", "1M");
+  cache.add(3, "Unified", "lots");
+  EXPECT_EQ(cache_bytes_from_sysfs(cache.path(), 1), 0);  // only an instruction cache
+  EXPECT_EQ(cache_bytes_from_sysfs(cache.path(), 2), 1 << 20);
+  EXPECT_EQ(cache_bytes_from_sysfs(cache.path(), 3), 0);  // malformed size
+  EXPECT_EQ(cache_bytes_from_sysfs((fs::temp_directory_path() / "opfuse_no_such_dir").string(), 2), 0);
+}
+
+TEST(TargetCaches, HostCachesAreOrderedWhenKnown) {
+  const Target& t = host_target();
+  if (t.l1d_bytes > 0 && t.l2_bytes > 0) EXPECT_LT(t.l1d_bytes, t.l2_bytes);
+  if (t.l2_bytes > 0 && t.l3_bytes > 0) EXPECT_LT(t.l2_bytes, t.l3_bytes);
+}
+
+}  // namespace
+}  // namespace opfuse
