@@ -297,11 +297,14 @@ class InferenceSession:
         first) and the small-op share (time in kernels writing less than small_bytes)."""
         return self._session.profile(n, warmup, inputs, seed, _dims(dims), small_bytes)
 
-    def validate(self, inputs=None, level=None, *, rtol=1e-4, atol=1e-6, seed=0, dims=None):
+    def validate(self, inputs=None, level=None, *, rtol=None, atol=1e-6, seed=0, dims=None):
         """Compares the level (default: the session's) with eager mode, the reference kernels
-        (`opfuse validate`), on inputs or seeded random ones. A dict: ok, max_abs, max_rel and
-        per output the same; outside atol + rtol * max|reference| an output fails."""
-        return self._session.validate(inputs, level, float(rtol), float(atol), seed, _dims(dims))
+        (`opfuse validate`), on inputs or seeded random ones. A dict: ok, max_abs, max_rel, rtol
+        and per output the same; outside atol + rtol * max|reference| an output fails. Without
+        rtol it is max(1e-4, 10 x sensitivity), sensitivity (also returned) being how far eager
+        mode's outputs move when every float input moves by one ulp."""
+        return self._session.validate(inputs, level, None if rtol is None else float(rtol), float(atol), seed,
+                                      _dims(dims))
 
     def save_optimized(self, path, force=False, *, standard_only=False, dims=None):
         """Writes the optimised model as ONNX (`opfuse optimize`): fused ops in the 'opfuse'

@@ -260,15 +260,16 @@ py::dict PySession::profile(int runs, int warmup, const py::object& inputs, uint
   return out;
 }
 
-py::dict PySession::validate(const py::object& inputs, const std::optional<std::string>& level, double rtol,
+py::dict PySession::validate(const py::object& inputs, const std::optional<std::string>& level, std::optional<double> rtol,
                              double atol, uint64_t seed, const Dims& dims) const {
-  if (!(rtol >= 0) || !(atol >= 0)) throw_user_error("rtol and atol must be 0 or more");
+  if ((rtol && !(*rtol >= 0)) || !(atol >= 0)) throw_user_error("rtol and atol must be 0 or more");
   SessionOptions options = session_->options();
   if (level) options.level = value_or_throw(parse_opt_level(*level));
   SessionOptions eager_options = options;
   eager_options.mode = ExecutionMode::kEager;
   const Graph& model = session_->graph();
-  const Tolerance tol{rtol, atol};
+  Tolerance tol{rtol.value_or(0), atol};
+  double sensitivity = -1;  // not measured: the caller gave rtol
   std::shared_ptr<const Session> eager;
   {
     py::gil_scoped_release release;
@@ -280,6 +281,15 @@ py::dict PySession::validate(const py::object& inputs, const std::optional<std::
     // As `opfuse validate`: eager mode (the reference kernels) is the oracle.
     py::gil_scoped_release release;
     Result<TensorMap> reference = eager->run(feeds);
+    if (reference.is_ok() && !rtol) {
+      Result<double> s = rounding_sensitivity(*eager, feeds, *reference);
+      if (s.is_ok()) {
+        sensitivity = *s;
+        tol.rtol = tolerance_for_sensitivity(sensitivity).rtol;
+      } else {
+        reference = s.status();
+      }
+    }
     result = reference.is_ok() ? validate_against(model, options, feeds, *reference, tol)
                                : Result<ValidationResult>(reference.status());
   }
@@ -299,7 +309,8 @@ py::dict PySession::validate(const py::object& inputs, const std::optional<std::
   py::dict out;
   out["level"] = std::string(opt_level_name(options.level));
   out["ok"] = v.ok;
-  out["rtol"] = rtol;
+  out["rtol"] = tol.rtol;
+  if (sensitivity >= 0) out["sensitivity"] = sensitivity;
   out["atol"] = atol;
   out["max_abs"] = max_abs;
   out["max_rel"] = max_rel;

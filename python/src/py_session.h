@@ -60,8 +60,9 @@ class PySession {
   // `opfuse profile` without a baseline: per-step and per-kernel times over `runs` runs.
   pybind11::dict profile(int runs, int warmup, const pybind11::object& inputs, uint64_t seed,
                          const Dims& dims, const std::string& small_bytes) const;
-  // `opfuse validate`: eager mode vs `level` (none: the session's) on the same inputs.
-  pybind11::dict validate(const pybind11::object& inputs, const std::optional<std::string>& level, double rtol,
+  // `opfuse validate`: eager mode vs `level` (none: the session's) on the same inputs; rtol none:
+  // from eager mode's rounding sensitivity (report/validation.h).
+  pybind11::dict validate(const pybind11::object& inputs, const std::optional<std::string>& level, std::optional<double> rtol,
                           double atol, uint64_t seed, const Dims& dims) const;
   // `opfuse optimize`: the optimised graph as ONNX at `path`, refusing to replace a file unless
   // `force`.

@@ -56,10 +56,13 @@ def test_validate_compares_with_eager(resnet, bert):
     assert result["ok"] and result["level"] == "O3"
     assert [o["name"] for o in result["outputs"]] == ["logits"]
     assert result["max_abs"] < 1e-3
+    # ResNet is well conditioned: the rounding floor keeps the default rtol at 1e-4.
+    assert 0 < result["sensitivity"] < 1e-5 and result["rtol"] == 1e-4
     assert session.validate(model.inputs, level="O1")["level"] == "O1"
     # A tolerance of zero, on random inputs that fusion rounds differently, fails.
     strict = session.validate(rtol=0, atol=0)
     assert strict["ok"] == (strict["max_abs"] == 0)
+    assert strict["rtol"] == 0 and "sensitivity" not in strict
     model, session = bert
     assert session.validate(model.inputs)["ok"]
 

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <set>
 
+#include "core/random.h"
 #include "runtime/compare.h"
 
 namespace opfuse {
@@ -133,6 +134,38 @@ ValidationResult compare_outputs(const TensorMap& got, const TensorMap& want, co
     result.outputs.push_back(std::move(d));
   }
   return result;
+}
+
+Result<double> rounding_sensitivity(const Session& eager, const TensorMap& inputs, const TensorMap& reference,
+                                    uint64_t seed) {
+  TensorMap perturbed;
+  bool any = false;
+  Random rng(seed);
+  for (const auto& [name, t] : inputs) {
+    if (t.dtype() != DType::kF32) {
+      perturbed.emplace(name, t);
+      continue;
+    }
+    Tensor p = t.clone();
+    for (float& v : p.values<float>()) {
+      if (std::isfinite(v)) v = std::nextafter(v, (rng.next_u64() & 1) ? INFINITY : -INFINITY);
+    }
+    perturbed.emplace(name, std::move(p));
+    any = true;
+  }
+  if (!any) return 0.0;
+  OPFUSE_ASSIGN_OR_RETURN(TensorMap moved, eager.run(perturbed));
+  double sensitivity = 0;
+  for (const OutputDiff& d : compare_outputs(moved, reference, Tolerance{}).outputs) {
+    if (std::isfinite(d.max_rel)) sensitivity = std::max(sensitivity, d.max_rel);
+  }
+  return sensitivity;
+}
+
+Tolerance tolerance_for_sensitivity(double sensitivity) {
+  Tolerance tol;
+  tol.rtol = std::max(tol.rtol, 10 * sensitivity);
+  return tol;
 }
 
 Result<ValidationResult> validate_against(const Graph& model, const SessionOptions& options, const TensorMap& inputs,

@@ -133,6 +133,36 @@ TEST_F(BisectTest, PassingLevelHasNothingToBisect) {
   EXPECT_EQ(b.compilations, 1);
 }
 
+// x^5000 near x = 1 multiplies x's relative rounding by 5000: one ulp of input (1.2e-7) moves
+// the output by about 6e-4 of itself. The Relu chain passes a ulp on as a ulp.
+TEST(RoundingSensitivity, FollowsTheModelsConditioning) {
+  const char* kPower = R"(graph @main opset 13 (%x: f32[64]) {
+  %n: f32[1] = const [5000]
+  %y = Pow(%x, %n)
+  return %y
+}
+)";
+  SessionOptions eager;
+  eager.mode = ExecutionMode::kEager;
+  const auto sensitivity = [&](const char* text, std::vector<int64_t> dims, double lo, double hi) {
+    const Session session = Session::create(parse_graph(text).value(), eager).value();
+    Tensor x = Tensor::zeros(DType::kF32, dims).value();
+    Random rng(3);
+    fill_uniform(x, rng, lo, hi);
+    const TensorMap inputs{{"x", x}};
+    const TensorMap reference = session.run(inputs).value();
+    return rounding_sensitivity(session, inputs, reference).value();
+  };
+  const double power = sensitivity(kPower, {64}, 0.99, 1.01);
+  EXPECT_GT(power, 1e-4);
+  EXPECT_LT(power, 2e-3);
+  EXPECT_DOUBLE_EQ(tolerance_for_sensitivity(power).rtol, 10 * power);
+  const double chain = sensitivity(kChain, {2, 8}, -1, 1);
+  EXPECT_LT(chain, 1e-6);
+  EXPECT_DOUBLE_EQ(tolerance_for_sensitivity(chain).rtol, 1e-4);
+  EXPECT_DOUBLE_EQ(tolerance_for_sensitivity(chain).atol, 1e-6);
+}
+
 TEST(CompareOutputs, AbsoluteAndRelative) {
   TensorMap want{{"y", Tensor::from_vector<float>({3}, {1, -4, 2})}};
   TensorMap got{{"y", Tensor::from_vector<float>({3}, {1, -4.002f, 2})}};

@@ -156,12 +156,17 @@ TEST_F(FusionCliTest, ValidatePassesAndFails) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("O2 agrees with eager"), std::string::npos);
   EXPECT_NE(r.output.find("  y "), std::string::npos);
+  // Without --rtol the tolerance comes from eager mode's own rounding sensitivity (a small
+  // conv net: the 1e-4 floor); with it, no sensitivity is measured.
+  EXPECT_NE(r.output.find("eager's rounding sensitivity: one ulp of input moves its outputs by"), std::string::npos);
+  EXPECT_NE(r.output.find("eager vs O2 (rtol 0.0001, atol 1e-06)"), std::string::npos) << r.output;
   // No tolerance at all: BN folding rounds differently, so O2 fails ...
   r = run_cli("validate " + model_ + " --level O2 --rtol 0 --atol 0 --bisect");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("FAIL"), std::string::npos);
   EXPECT_NE(r.output.find("differs from eager beyond tolerance"), std::string::npos);
   EXPECT_NE(r.output.find("culprit: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("rounding sensitivity"), std::string::npos) << r.output;
   r = run_cli("validate " + model_ + " --rtol -1");
   EXPECT_EQ(r.exit_code, 1);
 }
