@@ -32,7 +32,7 @@ ValidRange valid_outputs(int64_t out, int64_t in, int64_t stride, int64_t pad, i
 
 // Sums of (x - x_zero) * (w - w_zero[m]) for every output element, one output row at a time: for
 // each input channel and tap, the tap's weight times a run of one input row is added to the
-// output row's sums. Products fit in 19 bits; the sums (and `bias`, when given) are added in
+// output row's sums. Products fit in 17 bits; the sums (and `bias`, when given) are added in
 // uint32, that is modulo 2^32: exactly what an int64 sum narrowed to int32 gives, and what a
 // 32-bit accumulator does on overflow (which the spec allows).
 template <typename TX, typename TW>

@@ -1,5 +1,6 @@
 // Cache sizes come from the kernel's sysfs description of cpu0's caches.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,7 +17,8 @@ namespace fs = std::filesystem;
 class FakeSysfsCache {
  public:
   explicit FakeSysfsCache(const std::string& name)
-      : dir_(fs::temp_directory_path() / ("opfuse_target_test_" + name)) {
+      // The pid: ctest runs each test twice at once (natively and at OPFUSE_TARGET=avx2).
+      : dir_(fs::temp_directory_path() / ("opfuse_target_test_" + name + "_" + std::to_string(getpid()))) {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
