@@ -93,6 +93,14 @@ Result<Graph> optimise(const Graph& graph, const std::vector<std::string>& passe
 
 constexpr double kTolerance = 1e-4;
 
+// 1e-4, or the model's own tolerance where it declares a wider one (as ZooO3Test): an fp16
+// model's O1 folds its Casts and computes in f32 where the original rounds to f16 after every op,
+// and a quantized model's requantizations turn a last-bit difference into whole steps.
+double tolerance_of(const std::string& model) {
+  const nlohmann::json entry = manifest()[model];
+  return entry.contains("tolerance") ? std::max(kTolerance, entry["tolerance"]["max"].get<double>()) : kTolerance;
+}
+
 // Families whose every BatchNormalization follows a Conv with a single consumer.
 bool bn_all_after_conv(const std::string& model) {
   for (const char* family : {"resnet", "mobilenet", "efficientnet", "deeplab", "yolo"}) {
@@ -121,7 +129,7 @@ TEST_P(ZooPassesTest, EachPassAndO1KeepOutputs) {
     ASSERT_TRUE(got.is_ok()) << got.status().message();
     std::string problem;
     const double diff = relative_diff(*got, *want, problem);
-    EXPECT_LE(diff, kTolerance) << problem;
+    EXPECT_LE(diff, tolerance_of(GetParam())) << problem;
     // Every O1 pass only removes nodes (a MatMul BN fold trades the BN for an Add), except that
     // a BN no anchor can take becomes a per-channel Mul+Add (one node more).
     int folded = 0, lowered = 0;
