@@ -17,6 +17,8 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fp16_in_fp32", "computes a float16 model in float32: weights widened once, float16 Casts dropped, Casts only at float16 graph inputs/outputs",
        run_fp16_in_fp32_pass},
+      {"integer_matmul_in_fp32", "computes a MatMulInteger of constant weights read only through Casts to float (ONNX Runtime's dynamic quantization) as a float32 MatMul",
+       run_integer_matmul_in_fp32_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
       {"flush_denormal_weights", "sets the denormal float32 weights of Conv/MatMul/Gemm/RNNs (below 1.2e-38) to zero: each costs a microcode assist per multiply on Intel cores",
