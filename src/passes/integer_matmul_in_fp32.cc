@@ -19,14 +19,14 @@
 // w_scale)) with x_scale one value and w_scale a constant per tensor or per column, the scales
 // move into the operands: x_scale onto x's side (xf * x_scale, the dequantized x) and w_scale into
 // the float weights, and the product's output is the Mul's. Then the bias, activation and residual
-// after it fuse into the GEMM's epilogue as in a float model (BERT-base quantized: 229 ms per run
-// with the scale Mul between the GEMM and its epilogue, docs/benchmarks.md). Within float rounding
-// of eager mode, no longer exact: the sums add dequantized products.
+// after it fuse into the GEMM's epilogue as in a float model (BERT-base quantized, O3: 229 ms per
+// run with the scale Mul between each GEMM and its epilogue, 214 folded; docs/benchmarks.md).
+// Within float rounding of eager mode, no longer exact: the sums add dequantized products.
 //
-// Without that Mul: exact while every partial sum stays below 2^24 in magnitude: the operands are integers below
-// 2^8 (products below 2^17), and float32 adds integers exactly up to there. Beyond, the sum is off
-// by its float rounding (relative 6e-8 per addition), as the Cast of a larger int32 to float would
-// round it too. `--disable integer_matmul_in_fp32` keeps the integer reference kernel.
+// Without that Mul: exact while every partial sum stays below 2^24 in magnitude (the operands are
+// integers below 2^8, products below 2^17, and float32 adds integers exactly up to there).
+// Beyond, the sum is off by its float rounding (relative 6e-8 per addition), as the Cast of a
+// larger int32 to float would round it too. `--disable integer_matmul_in_fp32` keeps the integer reference kernel.
 #include <optional>
 
 #include "ops/op_def.h"
@@ -95,7 +95,8 @@ std::optional<Dequantization> dequantization_of(const Node& node, int64_t n) {
   for (size_t i : {0u, 1u}) {
     Value* x_scale = product->input(i);
     const Tensor* w_scale = constant_data(product->input(1 - i));
-    const auto x_dims = x_scale && x_scale->shape ? static_dims(*x_scale->shape) : std::nullopt;
+    if (x_scale == nullptr) continue;
+    const auto x_dims = x_scale->shape ? static_dims(*x_scale->shape) : std::nullopt;
     if (x_scale->dtype == DType::kF32 && x_dims && numel_of(*x_dims) == 1 && x_dims->size() <= 1 &&
         w_scale != nullptr && w_scale->dtype() == DType::kF32 && w_scale->rank() <= 1 &&
         (w_scale->numel() == 1 || w_scale->numel() == n)) {
