@@ -24,9 +24,9 @@ const PipelineStage kFp16InFp32 = {{"fp16_in_fp32", "infer_shapes"}, false,
                                    "compute float16 models in float32 (the CPU has no float16 arithmetic)"};
 // Before canonicalisation too, whose Cast rules drop the Casts to float it leaves reading floats,
 // and before every fusion, so the products fuse like float32 MatMuls.
-const PipelineStage kIntegerMatMulInFp32 = {
-    {"integer_matmul_in_fp32", "infer_shapes"}, false,
-    "compute dynamically quantized products (MatMulInteger read as float) as float32 MatMuls"};
+const PipelineStage kIntegerProductsInFp32 = {
+    {"integer_products_in_fp32", "infer_shapes"}, false,
+    "compute dynamically quantized products (MatMulInteger, ConvInteger read as float) as float32 ones"};
 // Folding exposes simplifications (a Reshape whose shape became constant), simplifying exposes
 // duplicates and dead nodes, and merging exposes more folds: loop until stable.
 const PipelineStage kCanonicalise = {
@@ -75,13 +75,13 @@ const PipelineStage kRefreshShapes = {{"infer_shapes"}, false, "refresh shapes f
 
 const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
   static const std::vector<PipelineStage> o0 = {kShapesOnly, kStaticShapes};
-  static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes,        kFp16InFp32, kIntegerMatMulInFp32,
+  static const std::vector<PipelineStage> o1 = {kExpandComposites, kShapes,        kFp16InFp32, kIntegerProductsInFp32,
                                                 kCanonicalise,     kFoldBatchNorm, kFlushDenormalWeights,
                                                 kRefreshShapes};
-  static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,       kFp16InFp32,   kIntegerMatMulInFp32,
+  static const std::vector<PipelineStage> o2 = {kExpandComposites, kShapes,       kFp16InFp32,   kIntegerProductsInFp32,
                                                 kCanonicalise,     kFoldBatchNorm, kFlushDenormalWeights, kFusePatterns,
                                                 kChannelGather,    kMergeRnnSteps, kRegionFusion, kRefreshShapes};
-  static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kIntegerMatMulInFp32,
+  static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kIntegerProductsInFp32,
                                                 kCanonicalise,     kFoldBatchNorm, kFlushDenormalWeights, kFusePatterns,
                                                 kChannelGather,    kMergeRnnSteps, kPruneConvTaps, kLayout, kRegionFusion,
                                                 kRefreshShapes};

@@ -1,7 +1,7 @@
-// integer_matmul_in_fp32 (passes/integer_matmul_in_fp32.cc): ONNX Runtime's dynamically quantized
-// products (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul) run as float32 MatMuls from
-// O1 up, matching eager mode's integer reference kernel; refused where the int32 sums are read
-// as integers; switched off by name.
+// integer_products_in_fp32 (passes/integer_products_in_fp32.cc): ONNX Runtime's dynamically
+// quantized products (DynamicQuantizeLinear -> MatMulInteger / ConvInteger -> Cast -> Mul) run as
+// float32 MatMuls and (below VNNI) Convs from O1 up, matching eager mode's integer reference
+// kernels; refused where the int32 sums are read as integers; switched off by name.
 #include "graph_test_util.h"
 #include "ir/text_format.h"
 #include "pipelines/pipeline.h"
@@ -43,7 +43,7 @@ size_t count_op(const Graph& g, std::string_view op) {
   return n;
 }
 
-TEST(IntegerMatMulInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithItsScales) {
+TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithItsScales) {
   const std::string text = quantized_graph(40, 24, true);
   auto g = parse_graph(text);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
@@ -57,7 +57,7 @@ TEST(IntegerMatMulInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithItsS
   EXPECT_EQ(count_op(*g, "Mul"), 1u) << print_graph(*g);
   bool reported = false;
   for (const PassDecision& d : ctx.decisions) {
-    reported |= d.pass == "integer_matmul_in_fp32" && d.applied && d.what.ends_with("scales folded into its operands");
+    reported |= d.pass == "integer_products_in_fp32" && d.applied && d.what.ends_with("scales folded into its operands");
   }
   EXPECT_TRUE(reported);
   // The sums now add dequantized products: within float rounding of eager mode. At O2 and O3 the
@@ -79,7 +79,7 @@ TEST(IntegerMatMulInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithItsS
 
 // Sums only cast to float: computed exactly, also with x quantized to the ends of u8's range
 // (0 and 255 only).
-TEST(IntegerMatMulInFp32, UnscaledSumsAreExact) {
+TEST(IntegerProductsInFp32, UnscaledSumsAreExact) {
   const std::string text = quantized_graph(40, 8, false);
   const auto extremes = [](const Graph& g) {
     TensorMap in = random_inputs(g, 3);
@@ -94,7 +94,69 @@ TEST(IntegerMatMulInFp32, UnscaledSumsAreExact) {
   }
 }
 
-TEST(IntegerMatMulInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
+// IS-Net's form (uint8 weights with a zero point, here one per output channel), a 3x3 padded
+// ConvInteger, bias and Relu after the dequantization.
+const char* kQuantizedConv = R"(graph @main (%x: f32[1,8,6,6]) {
+  %wq: u8[16,8,3,3] = const [WEIGHTS]
+  %wz: u8[16] = const [ZEROS]
+  %ws: f32[] = const [0.01]
+  %b: f32[16,1,1] = const [BIAS]
+  %xq, %xs, %xz = DynamicQuantizeLinear(%x)
+  %acc = ConvInteger(%xq, %wq, %xz, %wz) {pads = [1, 1, 1, 1]}
+  %accf = Cast(%acc) {to = 1}
+  %s = Mul(%xs, %ws)
+  %d = Mul(%accf, %s)
+  %a = Add(%d, %b)
+  %y = Relu(%a)
+  return %y
+}
+)";
+
+std::string quantized_conv() {
+  std::string text = kQuantizedConv;
+  text.replace(text.find("WEIGHTS"), 7, weights(16 * 8 * 3, 3, 0, 255));
+  text.replace(text.find("BIAS"), 4, weights(1, 16, -3, 3));
+  text.replace(text.find("ZEROS"), 5, weights(1, 16, 90, 200));
+  return text;
+}
+
+TEST(IntegerProductsInFp32, ConvIntegerRunsAsAFloatConvBelowVnni) {
+  for (IsaTier isa : {IsaTier::kAvx2, IsaTier::kAvx512Core, IsaTier::kAvx512CoreVnni}) {
+    SCOPED_TRACE(std::string(isa_tier_name(isa)));
+    auto g = parse_graph(quantized_conv());
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    PassContext ctx;
+    ctx.target.isa = isa;
+    ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+    const bool vnni = isa >= IsaTier::kAvx512CoreVnni;
+    EXPECT_EQ(count_op(*g, "ConvInteger"), vnni ? 1u : 0u) << print_graph(*g);
+    EXPECT_EQ(count_op(*g, "Conv"), vnni ? 0u : 1u) << print_graph(*g);
+    bool folded = false, refused = false;
+    for (const PassDecision& d : ctx.decisions) {
+      if (d.pass != "integer_products_in_fp32") continue;
+      folded |= d.applied && d.what.ends_with("scales folded into its operands");
+      refused |= !d.applied && d.reason.find("VNNI") != std::string::npos;
+    }
+    EXPECT_EQ(folded, !vnni);
+    EXPECT_EQ(refused, vnni);
+  }
+  // On this machine's target, at every level: within float rounding of eager mode's integer
+  // convolution; below VNNI no integer convolution runs, and at O3 the float one is blocked with
+  // the bias and Relu as its epilogue.
+  const bool vnni = active_target().isa >= IsaTier::kAvx512CoreVnni;
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
+    SCOPED_TRACE(static_cast<int>(level));
+    const CompiledRun run = compile_and_compare(quantized_conv(), level);
+    EXPECT_LE(run.diff, 1e-5);
+    EXPECT_EQ(run.steps_running("ConvInteger node"), vnni ? 1u : 0u) << ::testing::PrintToString(run.steps);
+    if (!vnni && level == OptLevel::kO3) {
+      EXPECT_EQ(run.steps_running("BlockedConv node"), 1u) << ::testing::PrintToString(run.steps);
+      for (const std::string& step : run.steps) EXPECT_FALSE(step.starts_with("Relu node")) << step;
+    }
+  }
+}
+
+TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
   auto g = parse_graph(R"(graph @main (%xq: u8[2,3]) {
   %wq: i8[3,2] = const [1, -2, 3, -4, 5, -6]
   %one: i32[] = const [1]
@@ -109,17 +171,17 @@ TEST(IntegerMatMulInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
   EXPECT_EQ(count_op(*g, "MatMulInteger"), 1u) << print_graph(*g);
   bool refused = false;
   for (const PassDecision& d : ctx.decisions) {
-    refused |= d.pass == "integer_matmul_in_fp32" && !d.applied &&
+    refused |= d.pass == "integer_products_in_fp32" && !d.applied &&
                d.reason.find("the int32 sums are read by Add") != std::string::npos;
   }
   EXPECT_TRUE(refused);
 }
 
-TEST(IntegerMatMulInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {
+TEST(IntegerProductsInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {
   PassContext ctx;
-  const Graph g = pipeline_without_rule(quantized_graph(8, 4, true), OptLevel::kO1, "integer_matmul_in_fp32", ctx);
+  const Graph g = pipeline_without_rule(quantized_graph(8, 4, true), OptLevel::kO1, "integer_products_in_fp32", ctx);
   EXPECT_EQ(count_op(g, "MatMulInteger"), 1u) << print_graph(g);
-  for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, "integer_matmul_in_fp32");
+  for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, "integer_products_in_fp32");
 }
 
 }  // namespace

@@ -1,0 +1,205 @@
+// Integer products with constant weights, computed as float32 ones: MatMulInteger as a MatMul,
+// and, below VNNI, ConvInteger as a Conv. ONNX Runtime's dynamic quantizer (quantize_dynamic,
+// and the "*_quantized.onnx" models made with it) writes each weight product as
+//
+//   before                                                  after
+//     xq, s, z = DynamicQuantizeLinear(x)                      xq, s, z = DynamicQuantizeLinear(x)
+//     y = MatMulInteger(xq, Wq, z, Wz)        (int32)          xf = Cast(xq, to=float) - Cast(z, to=float)
+//     yf = Cast(y, to=float)                                   yf = MatMul(xf, W)  W = Wq - Wz in float32,
+//     out = Mul(yf, s * Ws)                                    out = Mul(yf, s * Ws)      packed once by the kernel
+//
+// (ConvInteger likewise, with the Conv's attributes). The int32 sums are only ever read through
+// Casts to float, so they need not exist. Without this pass MatMulInteger runs on the reference
+// loops, and ConvInteger below VNNI on onednn.conv_integer's f32 route, which converts x to f32
+// and the sums back to int32 around every convolution; with it the products run on the target's
+// float32 kernels (cpu.gemm, cpu.conv, oneDNN, weights packed once) and fuse like float ones.
+// Not an int8 kernel: as fast as the float32 model, not faster (below VNNI, oneDNN's u8 x s8
+// multiply-adds saturate, and an exact 16-bit product would gain at most 1.46x on a Zen 3,
+// docs/benchmarks.md). With VNNI, ConvInteger keeps oneDNN's exact int8 convolution, which is
+// faster than float32 there; MatMulInteger has no int8 kernel yet, so it is rewritten everywhere.
+//
+// When the Cast's only reader is onnxruntime's dequantization, Mul(Cast(sums), Mul(x_scale,
+// w_scale)) with x_scale one value and w_scale a constant per tensor (or per column of a
+// MatMul's weights), the scales move into the operands: x_scale onto x's side (xf * x_scale, the
+// dequantized x) and w_scale into the float weights, and the product's output is the Mul's. Then
+// the bias, activation and residual after it fuse into the kernel's epilogue as in a float model
+// (BERT-base quantized, O3: 229 ms per run with the scale Mul between each GEMM and its epilogue,
+// 214 folded; docs/benchmarks.md). Within float rounding of eager mode, no longer exact: the sums
+// add dequantized products.
+//
+// Without that Mul: exact while every partial sum stays below 2^24 in magnitude (the operands are
+// integers below 2^8, products below 2^17, and float32 adds integers exactly up to there).
+// Beyond, the sum is off by its float rounding (relative 6e-8 per addition), as the Cast of a
+// larger int32 to float would round it too. `--disable integer_products_in_fp32` keeps the
+// integer kernels.
+#include <optional>
+
+#include "ops/op_def.h"
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+
+namespace opfuse {
+namespace {
+
+constexpr std::string_view kPass = "integer_products_in_fp32";
+constexpr int64_t kOnnxFloat = 1;
+
+bool is_int8(DType t) { return t == DType::kU8 || t == DType::kI8; }
+
+bool is_cast_to_float(const Node& node) {
+  if (!node.domain().empty() || node.op_type() != "Cast") return false;
+  const auto it = node.attrs.find("to");
+  return it != node.attrs.end() && std::holds_alternative<int64_t>(it->second) &&
+         std::get<int64_t>(it->second) == kOnnxFloat;
+}
+
+bool is_conv(const Node& node) { return node.op_type() == "ConvInteger"; }
+
+// Output channels of the weights: a MatMul's columns, a Conv's first dim.
+int64_t channels_of(const Node& node, const Tensor& w) { return is_conv(node) ? w.dim(0) : w.dim(1); }
+
+// Why `node` is not rewritten, or "" when it is: constant weights (2-d, or a Conv's), a per-tensor
+// zero point of x, a per-tensor or per-channel one of the weights, and int32 sums read only by
+// Casts to float; for ConvInteger, a target without VNNI.
+std::string refusal_reason(const Node& node, const Target& target) {
+  const bool conv = is_conv(node);
+  if (conv && target.isa >= IsaTier::kAvx512CoreVnni) {
+    return "the target has VNNI: onednn.conv_integer's exact int8 convolution is faster there";
+  }
+  const Value* a = node.input(0);
+  const Tensor* w = constant_data(node.input(1));
+  if (a == nullptr || !is_int8(a->dtype)) return "x is not u8/i8";
+  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2)) {
+    return conv ? "the weights are not constant u8/i8" : "B is not constant u8/i8 weights of rank 2";
+  }
+  if (const Value* az = node.input(2); az != nullptr) {
+    const auto dims = az->shape ? static_dims(*az->shape) : std::nullopt;
+    if (!dims || numel_of(*dims) != 1) return "x's zero point is not one value (per-row zero points stay integer)";
+  }
+  if (const Value* wz = node.input(3); wz != nullptr) {
+    const Tensor* t = constant_data(wz);
+    if (t == nullptr || (t->numel() != 1 && (t->rank() > 2 || t->numel() != channels_of(node, *w)))) {
+      return "the weights' zero point is not a constant per-tensor or per-channel one";
+    }
+  }
+  const Value* y = node.output(0);
+  if (y->is_graph_output()) return "the int32 sums are a graph output";
+  for (const Use& use : y->uses()) {
+    if (!is_cast_to_float(*use.node)) return str_cat("the int32 sums are read by ", node_label(*use.node));
+  }
+  return "";
+}
+
+// onnxruntime's dequantization of the sums (see the file comment), when `node`'s are read by it.
+struct Dequantization {
+  Node* mul = nullptr;              // Mul(Cast(sums), Mul(x_scale, w_scale)): its readers read the product
+  Value* x_scale = nullptr;         // one value
+  const Tensor* w_scale = nullptr;  // f32, one value, or one per column of a MatMul's weights
+};
+
+std::optional<Dequantization> dequantization_of(const Node& node, int64_t channels) {
+  const auto is_mul = [](const Node* p) { return p != nullptr && p->domain().empty() && p->op_type() == "Mul"; };
+  const Value* y = node.output(0);
+  if (y->uses().size() != 1) return std::nullopt;
+  const Value* cast = y->uses()[0].node->output(0);
+  if (cast->is_graph_output() || cast->uses().size() != 1) return std::nullopt;
+  const Use& use = cast->uses()[0];
+  Node* mul = use.node;
+  if (!is_mul(mul) || mul->output(0)->is_graph_output()) return std::nullopt;
+  const Value* scales = mul->input(1 - static_cast<size_t>(use.input_index));
+  const Node* product = scales != nullptr ? scales->producer() : nullptr;
+  if (!is_mul(product)) return std::nullopt;
+  for (size_t i : {0u, 1u}) {
+    Value* x_scale = product->input(i);
+    const Tensor* w_scale = constant_data(product->input(1 - i));
+    if (x_scale == nullptr) continue;
+    const auto x_dims = x_scale->shape ? static_dims(*x_scale->shape) : std::nullopt;
+    if (x_scale->dtype == DType::kF32 && x_dims && numel_of(*x_dims) == 1 && x_dims->size() <= 1 &&
+        w_scale != nullptr && w_scale->dtype() == DType::kF32 && w_scale->rank() <= 1 &&
+        (w_scale->numel() == 1 || (!is_conv(node) && w_scale->numel() == channels))) {
+      return Dequantization{mul, x_scale, w_scale};
+    }
+  }
+  return std::nullopt;
+}
+
+// (W - W_zero) * W_scale in float32, W's dims; zero point and scale per tensor or per output
+// channel (no scale: 1).
+Result<Tensor> float_weights(const Node& node, const Tensor& w, const Tensor* w_zero, const Tensor* w_scale) {
+  OPFUSE_ASSIGN_OR_RETURN(Tensor out, Tensor::uninitialized(DType::kF32, w.dims(), "integer_products_in_fp32 weights"));
+  const int64_t channels = channels_of(node, w), per_channel = w.numel() / channels;
+  const bool conv = is_conv(node);
+  float* to = out.data<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int64_t c = conv ? i / per_channel : i % channels;
+    const int64_t zero = w_zero == nullptr ? 0 : w_zero->get_int(w_zero->numel() == 1 ? 0 : c);
+    const float scale = w_scale == nullptr ? 1.0f : w_scale->data<float>()[w_scale->numel() == 1 ? 0 : c];
+    to[i] = static_cast<float>(w.get_int(i) - zero) * scale;
+  }
+  return out;
+}
+
+Result<Value*> cast_to_float(Graph& graph, Value* v) {
+  OPFUSE_ASSIGN_OR_RETURN(Node * cast, graph.add_node("Cast", {v}, {graph.unique_value_name(v->name() + "_f32")},
+                                                      {{"to", AttrValue(kOnnxFloat)}}));
+  cast->output(0)->dtype = DType::kF32;
+  cast->output(0)->shape = v->shape;
+  return cast->output(0);
+}
+
+}  // namespace
+
+Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& context) {
+  if (!context.fusion.rule_enabled(kPass)) return false;
+  bool changed = false;
+  for (Node* node : graph.nodes()) {
+    if (!node->domain().empty() || (node->op_type() != "MatMulInteger" && node->op_type() != "ConvInteger")) continue;
+    const bool conv = is_conv(*node);
+    const std::string what = str_cat(node->op_type(), " '", node->name(), "' as a float32 ", conv ? "Conv" : "MatMul");
+    if (const std::string reason = refusal_reason(*node, context.target); !reason.empty()) {
+      context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
+      continue;
+    }
+    const Tensor& wq = *constant_data(node->input(1));
+    const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, wq));
+    OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, wq, constant_data(node->input(3)), dq ? dq->w_scale : nullptr));
+    Value* weights = graph.add_constant(graph.unique_value_name(node->input(1)->name() + "_f32"), std::move(w));
+    const auto binary = [&](const char* op, Value* a, Value* b, const char* suffix) -> Result<Value*> {
+      OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(op, {a, b}, {graph.unique_value_name(a->name() + suffix)}));
+      n->output(0)->dtype = DType::kF32;
+      n->output(0)->shape = a->shape;
+      return n->output(0);
+    };
+    OPFUSE_ASSIGN_OR_RETURN(Value * a, cast_to_float(graph, node->input(0)));
+    if (Value* az = node->input(2); az != nullptr) {
+      OPFUSE_ASSIGN_OR_RETURN(Value * zero, cast_to_float(graph, az));
+      OPFUSE_ASSIGN_OR_RETURN(a, binary("Sub", a, zero, "_centred"));
+    }
+    if (dq) {
+      OPFUSE_ASSIGN_OR_RETURN(a, binary("Mul", a, dq->x_scale, "_dequantized"));
+    }
+    Value* y = node->output(0);
+    // A Conv keeps ConvInteger's attributes (pads, strides, dilations, group, kernel_shape, auto_pad).
+    OPFUSE_ASSIGN_OR_RETURN(Node * product,
+                            graph.add_node(conv ? "Conv" : "MatMul", {a, weights}, {graph.unique_value_name(y->name() + "_f32")},
+                                           conv ? node->attrs : Attributes{}, node->name() + "_f32"));
+    product->output(0)->dtype = DType::kF32;
+    product->output(0)->shape = y->shape;
+    if (dq) {
+      // The dequantizing Mul's readers read the product; it, the Cast and the integer product die in dce.
+      graph.replace_all_uses(dq->mul->output(0), product->output(0));
+    } else {
+      // The Casts now cast float32 to float32, which simplify drops; the integer product dies in dce.
+      for (const Use& use : std::vector<Use>(y->uses())) {
+        graph.set_input(use.node, static_cast<size_t>(use.input_index), product->output(0));
+      }
+    }
+    context.decide(application(std::string(kPass), str_cat(what, dq ? ", scales folded into its operands" : ""),
+                               {node->name()}, product->name()));
+    changed = true;
+  }
+  if (changed) OPFUSE_TRY(graph.topological_sort());
+  return changed;
+}
+
+}  // namespace opfuse
