@@ -1,5 +1,6 @@
 // Integer products with constant weights, computed as float32 ones: MatMulInteger as a MatMul,
-// and, below VNNI, ConvInteger as a Conv. ONNX Runtime's dynamic quantizer (quantize_dynamic,
+// below VNNI ConvInteger as a Conv, and QLinearMatMul / QLinearConv as float ops (at the end of
+// this file). ONNX Runtime's dynamic quantizer (quantize_dynamic,
 // and the "*_quantized.onnx" models made with it) writes each weight product as
 //
 //   before                                                  after
@@ -53,7 +54,7 @@ bool is_cast_to_float(const Node& node) {
          std::get<int64_t>(it->second) == kOnnxFloat;
 }
 
-bool is_conv(const Node& node) { return node.op_type() == "ConvInteger"; }
+bool is_conv(const Node& node) { return node.op_type() == "ConvInteger" || node.op_type() == "QLinearConv"; }
 
 // Output channels of the weights: a MatMul's columns, a Conv's first dim.
 int64_t channels_of(const Node& node, const Tensor& w) { return is_conv(node) ? w.dim(0) : w.dim(1); }
@@ -147,13 +148,115 @@ Result<Value*> cast_to_float(Graph& graph, Value* v) {
   return cast->output(0);
 }
 
+// ---- QLinearConv / QLinearMatMul (static quantization's operator form) -----------------------
+//
+// y = saturate(round((x - x_zero) * x_scale (*) (W - W_zero) * W_scale + B * x_scale * W_scale) / y_scale) + y_zero)
+// as float ops: the dequantized x (Cast, Sub, Mul), a float Conv / MatMul of the dequantized
+// constant weights (and bias), then QuantizeLinear's steps (Div, Round, Add, Clip, Cast). The
+// reference kernels multiply the exact int32 sums by x_scale * W_scale / y_scale instead, so a
+// value rounding at a half step may come out one quantization step apart.
+constexpr int kQX = 0, kQXScale = 1, kQXZero = 2, kQW = 3, kQWScale = 4, kQWZero = 5, kQYScale = 6, kQYZero = 7,
+              kQBias = 8;
+
+bool is_qlinear(const Node& node) { return node.op_type() == "QLinearConv" || node.op_type() == "QLinearMatMul"; }
+
+// Why a QLinear node is not rewritten, or "": constant weights and one-value constant scales and
+// zero points (the weights' may be per output channel), a constant bias.
+std::string qlinear_refusal_reason(const Node& node) {
+  const bool conv = node.op_type() == "QLinearConv";
+  const Tensor* w = constant_data(node.input(kQW));
+  if (node.input(kQX) == nullptr || !is_int8(node.input(kQX)->dtype)) return "x is not u8/i8";
+  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2)) {
+    return "the weights are not constant u8/i8 (of rank 2 for a MatMul)";
+  }
+  const int64_t channels = conv ? w->dim(0) : w->dim(1);
+  for (int i : {kQXScale, kQXZero, kQYScale, kQYZero}) {
+    const Tensor* t = constant_data(node.input(static_cast<size_t>(i)));
+    if (t == nullptr || t->numel() != 1) return str_cat("input ", i, " is not a constant of one value");
+  }
+  for (int i : {kQWScale, kQWZero}) {
+    const Tensor* t = constant_data(node.input(static_cast<size_t>(i)));
+    if (t == nullptr || (t->numel() != 1 && t->numel() != channels)) {
+      return str_cat("input ", i, " is not a constant per tensor or per output channel");
+    }
+  }
+  if (conv && node.input(kQBias) != nullptr && constant_data(node.input(kQBias)) == nullptr) return "the bias is not a constant";
+  return "";
+}
+
+Status rewrite_qlinear(Graph& graph, Node* node) {
+  const bool conv = node->op_type() == "QLinearConv";
+  const auto scalar = [&](int i) { return static_cast<float>(constant_data(node->input(static_cast<size_t>(i)))->get_double(0)); };
+  const float x_scale = scalar(kQXScale), x_zero = scalar(kQXZero), y_scale = scalar(kQYScale), y_zero = scalar(kQYZero);
+  const Tensor& wq = *constant_data(node->input(kQW));
+  const Tensor* w_scale = constant_data(node->input(kQWScale));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor w_scale_f32, w_scale->cast(DType::kF32));
+  // float_weights indexes channels the way its node's op does: a conv's first dim, a MatMul's columns.
+  OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, wq, constant_data(node->input(kQWZero)), &w_scale_f32));
+  const std::string base = node->name();
+  const auto constant = [&](const std::string& what, Tensor t) {
+    return graph.add_constant(graph.unique_value_name(base + "_" + what), std::move(t));
+  };
+  const auto op = [&](const std::string& type, std::vector<Value*> inputs, const Shape* shape, DType dtype,
+                      Attributes attrs = {}) -> Result<Value*> {
+    OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(base + "_" + type)},
+                                                     std::move(attrs)));
+    n->output(0)->dtype = dtype;
+    if (shape != nullptr) n->output(0)->shape = *shape;
+    return n->output(0);
+  };
+  Value* x = node->input(kQX);
+  const Shape* x_shape = x->shape ? &*x->shape : nullptr;
+  OPFUSE_ASSIGN_OR_RETURN(Value * xf, cast_to_float(graph, x));
+  OPFUSE_ASSIGN_OR_RETURN(xf, op("Sub", {xf, constant("x_zero", Tensor::scalar<float>(x_zero))}, x_shape, DType::kF32));
+  OPFUSE_ASSIGN_OR_RETURN(xf, op("Mul", {xf, constant("x_scale", Tensor::scalar<float>(x_scale))}, x_shape, DType::kF32));
+  std::vector<Value*> inputs = {xf, constant("weights", std::move(w))};
+  if (conv && node->input(kQBias) != nullptr) {
+    const Tensor& b = *constant_data(node->input(kQBias));
+    std::vector<float> bias(static_cast<size_t>(b.numel()));
+    for (int64_t m = 0; m < b.numel(); ++m) {
+      bias[m] = static_cast<float>(b.get_int(m)) * x_scale * w_scale_f32.data<float>()[w_scale_f32.numel() == 1 ? 0 : m];
+    }
+    inputs.push_back(constant("bias", Tensor::from_vector<float>({b.numel()}, bias)));
+  }
+  Value* y = node->output(0);
+  const Shape* y_shape = y->shape ? &*y->shape : nullptr;
+  OPFUSE_ASSIGN_OR_RETURN(Value * acc, op(conv ? "Conv" : "MatMul", inputs, y_shape, DType::kF32,
+                                          conv ? node->attrs : Attributes{}));
+  OPFUSE_ASSIGN_OR_RETURN(Value * q, op("Div", {acc, constant("y_scale", Tensor::scalar<float>(y_scale))}, y_shape, DType::kF32));
+  OPFUSE_ASSIGN_OR_RETURN(q, op("Round", {q}, y_shape, DType::kF32));
+  OPFUSE_ASSIGN_OR_RETURN(q, op("Add", {q, constant("y_zero", Tensor::scalar<float>(y_zero))}, y_shape, DType::kF32));
+  const bool u8 = y->dtype == DType::kU8;
+  OPFUSE_ASSIGN_OR_RETURN(q, op("Clip", {q, constant("low", Tensor::scalar<float>(u8 ? 0.0f : -128.0f)),
+                                         constant("high", Tensor::scalar<float>(u8 ? 255.0f : 127.0f))},
+                                y_shape, DType::kF32));
+  OPFUSE_ASSIGN_OR_RETURN(q, op("Cast", {q}, y_shape, y->dtype, {{"to", AttrValue(int64_t{u8 ? 2 : 3})}}));
+  // The Cast takes over y's readers and name (a graph output keeps its name); the node dies in dce.
+  const std::string name = y->name();
+  OPFUSE_TRY(graph.rename_value(y, graph.unique_value_name(name + "_integer")));
+  graph.replace_all_uses(y, q);
+  return graph.rename_value(q, name);
+}
+
 }  // namespace
 
 Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& context) {
   if (!context.fusion.rule_enabled(kPass)) return false;
   bool changed = false;
   for (Node* node : graph.nodes()) {
-    if (!node->domain().empty() || (node->op_type() != "MatMulInteger" && node->op_type() != "ConvInteger")) continue;
+    if (!node->domain().empty()) continue;
+    if (is_qlinear(*node)) {
+      const std::string what = str_cat(node->op_type(), " '", node->name(), "' as float32 ops");
+      if (const std::string reason = qlinear_refusal_reason(*node); !reason.empty()) {
+        context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
+        continue;
+      }
+      OPFUSE_TRY(rewrite_qlinear(graph, node));
+      context.decide(application(std::string(kPass), what, {node->name()}));
+      changed = true;
+      continue;
+    }
+    if (node->op_type() != "MatMulInteger" && node->op_type() != "ConvInteger") continue;
     const bool conv = is_conv(*node);
     const std::string what = str_cat(node->op_type(), " '", node->name(), "' as a float32 ", conv ? "Conv" : "MatMul");
     if (const std::string reason = refusal_reason(*node, context.target); !reason.empty()) {

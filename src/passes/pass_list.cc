@@ -17,7 +17,7 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fp16_in_fp32", "computes a float16 model in float32: weights widened once, float16 Casts dropped, Casts only at float16 graph inputs/outputs",
        run_fp16_in_fp32_pass},
-      {"integer_products_in_fp32", "computes MatMulInteger (and, below VNNI, ConvInteger) of constant weights read only through Casts to float (ONNX Runtime's dynamic quantization) as a float32 MatMul / Conv",
+      {"integer_products_in_fp32", "computes integer products of constant weights as float32 ones: MatMulInteger (and, below VNNI, ConvInteger) read only through Casts to float (ONNX Runtime's dynamic quantization), QLinearMatMul / QLinearConv with constant scales",
        run_integer_products_in_fp32_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},

@@ -156,6 +156,57 @@ TEST(IntegerProductsInFp32, ConvIntegerRunsAsAFloatConvBelowVnni) {
   }
 }
 
+// Static quantization's operator form: u8 in, per-channel int8 weights, int32 bias, u8 out.
+std::string qlinear_graph(bool conv) {
+  const std::string w = conv ? str_cat("%w: i8[6,4,3,3] = const [", weights(6 * 4 * 3, 3, -127, 127), "]")
+                             : str_cat("%w: i8[36,6] = const [", weights(36, 6, -127, 127), "]");
+  const std::string x = conv ? "%x: u8[1,4,7,7]" : "%x: u8[5,36]";
+  const std::string product = conv ? "QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %b) {pads = [1, 1, 1, 1]}"
+                                   : "QLinearMatMul(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz)";
+  return str_cat("graph @main (", x, ") {\n  ", w, R"(
+  %xs: f32[] = const [0.05]
+  %xz: u8[] = const [120]
+  %ws: f32[6] = const [0.01, 0.02, 0.015, 0.03, 0.005, 0.02]
+  %wz: i8[6] = const [0, 0, 0, 0, 0, 0]
+  %ys: f32[] = const [0.4]
+  %yz: u8[] = const [110]
+  %b: i32[6] = const [100, -250, 4000, -30, 0, 777]
+  %y = )", product, R"(
+  return %y
+}
+)");
+}
+
+TEST(IntegerProductsInFp32, QLinearConvAndMatMulRunAsFloatOpsWithinOneStep) {
+  const auto bytes = [](const Graph& g) {
+    Tensor x = Tensor::zeros(DType::kU8, *static_dims(*g.inputs()[0]->shape)).value();
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>((i * 53 + 7) % 256);
+    return TensorMap{{"x", x}};
+  };
+  for (bool conv : {true, false}) {
+    SCOPED_TRACE(conv ? "QLinearConv" : "QLinearMatMul");
+    const std::string text = qlinear_graph(conv);
+    auto g = parse_graph(text);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    PassContext ctx;
+    ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+    for (const PassDecision& d : ctx.decisions) {
+      EXPECT_TRUE(d.pass != "integer_products_in_fp32" || d.applied) << d.what << ": " << d.reason;
+    }
+    EXPECT_EQ(count_op(*g, conv ? "QLinearConv" : "QLinearMatMul"), 0u) << print_graph(*g);
+    EXPECT_EQ(count_op(*g, conv ? "Conv" : "MatMul"), 1u) << print_graph(*g);
+    for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+      SCOPED_TRACE(static_cast<int>(level));
+      const CompiledRun run = compile_and_compare(text, level, bytes);
+      const Tensor& want = run.want.at("y");
+      double top = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) top = std::max(top, want.get_double(i));
+      EXPECT_GT(top, 150);  // the outputs spread over the range, not saturated at one end
+      EXPECT_LE(run.diff * top, 1.0 + 1e-9);  // at most one quantization step from eager mode
+    }
+  }
+}
+
 TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
   auto g = parse_graph(R"(graph @main (%xq: u8[2,3]) {
   %wq: i8[3,2] = const [1, -2, 3, -4, 5, -6]
