@@ -19,6 +19,8 @@ const std::vector<PassDef>& all_passes() {
        run_fp16_in_fp32_pass},
       {"integer_products_in_fp32", "computes integer products of constant weights as float32 ones: MatMulInteger (and, below VNNI, ConvInteger) read only through Casts to float (ONNX Runtime's dynamic quantization), QLinearMatMul / QLinearConv with constant scales",
        run_integer_products_in_fp32_pass},
+      {"quantize_pairs_in_fp32", "computes QuantizeLinear -> DequantizeLinear pairs of one constant scale and zero point (QDQ models' activations) as elementwise float ops, exactly",
+       run_quantize_pairs_in_fp32_pass},
       {"fold_batchnorm", "folds inference BatchNormalization into a preceding Conv/ConvTranspose/Gemm/MatMul",
        run_fold_batchnorm_pass},
       {"flush_denormal_weights", "sets the denormal float32 weights of Conv/MatMul/Gemm/RNNs (below 1.2e-38) to zero: each costs a microcode assist per multiply on Intel cores",

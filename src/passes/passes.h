@@ -14,6 +14,7 @@ Result<bool> run_simplify_pass(Graph& graph, PassContext& context);       // sim
 Result<bool> run_inline_constant_if_pass(Graph& graph, PassContext& context);  // inline_constant_if.cc
 Result<bool> run_fp16_in_fp32_pass(Graph& graph, PassContext& context);     // fp16_in_fp32.cc
 Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& context);  // integer_products_in_fp32.cc
+Result<bool> run_quantize_pairs_in_fp32_pass(Graph& graph, PassContext& context);  // quantize_pairs_in_fp32.cc
 Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context); // fold_batchnorm.cc
 Result<bool> run_flush_denormal_weights_pass(Graph& graph, PassContext& context);  // flush_denormal_weights.cc
 Result<bool> run_fuse_patterns_pass(Graph& graph, PassContext& context);  // patterns/driver.cc

@@ -25,8 +25,8 @@ const PipelineStage kFp16InFp32 = {{"fp16_in_fp32", "infer_shapes"}, false,
 // Before canonicalisation too, whose Cast rules drop the Casts to float it leaves reading floats,
 // and before every fusion, so the products fuse like float32 MatMuls.
 const PipelineStage kIntegerProductsInFp32 = {
-    {"integer_products_in_fp32", "infer_shapes"}, false,
-    "compute dynamically quantized products (MatMulInteger, ConvInteger read as float) as float32 ones"};
+    {"integer_products_in_fp32", "quantize_pairs_in_fp32", "infer_shapes"}, false,
+    "compute quantized products (MatMulInteger, ConvInteger read as float, QLinear ops) and QDQ pairs as float32 ops"};
 // Folding exposes simplifications (a Reshape whose shape became constant), simplifying exposes
 // duplicates and dead nodes, and merging exposes more folds: loop until stable.
 const PipelineStage kCanonicalise = {
