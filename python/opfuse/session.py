@@ -302,7 +302,7 @@ class InferenceSession:
         (`opfuse validate`), on inputs or seeded random ones. A dict: ok, max_abs, max_rel, rtol
         and per output the same; outside atol + rtol * max|reference| an output fails. Without
         rtol it is max(1e-4, 10 x sensitivity), sensitivity (also returned) being how far eager
-        mode's outputs move when every float input moves by one ulp."""
+        mode's outputs move when every float input, weight and quantization scale moves by one ulp."""
         return self._session.validate(inputs, level, None if rtol is None else float(rtol), float(atol), seed,
                                       _dims(dims))
 

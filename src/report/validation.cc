@@ -138,23 +138,35 @@ ValidationResult compare_outputs(const TensorMap& got, const TensorMap& want, co
 
 Result<double> rounding_sensitivity(const Session& eager, const TensorMap& inputs, const TensorMap& reference,
                                     uint64_t seed) {
-  TensorMap perturbed;
-  bool any = false;
   Random rng(seed);
-  for (const auto& [name, t] : inputs) {
-    if (t.dtype() != DType::kF32) {
-      perturbed.emplace(name, t);
-      continue;
-    }
+  // x moved by one ulp, up or down at random (finite values only).
+  const auto perturbed = [&](const Tensor& t) {
     Tensor p = t.clone();
     for (float& v : p.values<float>()) {
       if (std::isfinite(v)) v = std::nextafter(v, (rng.next_u64() & 1) ? INFINITY : -INFINITY);
     }
-    perturbed.emplace(name, std::move(p));
-    any = true;
+    return p;
+  };
+  TensorMap moved_inputs;
+  for (const auto& [name, t] : inputs) moved_inputs.emplace(name, t.dtype() == DType::kF32 ? perturbed(t) : t);
+  // The products' float weights and biases and the quantization scales too: a model whose first
+  // op quantizes its input absorbs a ulp there, but not in the scales and weights after it.
+  // (Not every float constant: Resize's scales, say, decide shapes.)
+  const auto weight_like = [](const Use& use) {
+    const Node& n = *use.node;
+    if (!n.domain().empty() || use.input_index < 1) return false;
+    const std::string& op = n.op_type();
+    return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization" ||
+           ((op == "QuantizeLinear" || op == "DequantizeLinear") && use.input_index == 1);
+  };
+  Graph graph = eager.graph().clone();
+  for (Value* v : graph.values()) {
+    if (!v->is_constant() || v->dtype != DType::kF32) continue;
+    const auto& uses = v->uses();
+    if (!uses.empty() && std::all_of(uses.begin(), uses.end(), weight_like)) graph.set_constant(v, perturbed(*v->constant()));
   }
-  if (!any) return 0.0;
-  OPFUSE_ASSIGN_OR_RETURN(TensorMap moved, eager.run(perturbed));
+  OPFUSE_ASSIGN_OR_RETURN(Session moved_session, Session::create(std::move(graph), eager.options()));
+  OPFUSE_ASSIGN_OR_RETURN(TensorMap moved, moved_session.run(moved_inputs));
   double sensitivity = 0;
   for (const OutputDiff& d : compare_outputs(moved, reference, Tolerance{}).outputs) {
     if (std::isfinite(d.max_rel)) sensitivity = std::max(sensitivity, d.max_rel);

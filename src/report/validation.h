@@ -33,12 +33,14 @@ struct ValidationResult {
 ValidationResult compare_outputs(const TensorMap& got, const TensorMap& want, const Tolerance& tol);
 
 // Eager mode's own sensitivity to rounding on these inputs: the largest relative change of an
-// output (max |diff| / max |output|) when every f32 input element moves by one unit in its last
-// place, up or down at random (seeded). A level computing the same model in another, equally
-// valid order of float operations differs by about as much, so no level can be judged below it:
-// YOLOv5s on uniform random inputs moves by 4e-4 to 9e-4 (its exp() box sizes amplify rounding),
-// and ONNX Runtime's own optimisation levels differ from each other by 3e-4 there.
-// 0 when the model has no f32 input.
+// output (max |diff| / max |output|) when every f32 input element and every f32 weight, bias
+// and quantization scale (constants read only by Conv, ConvTranspose, Gemm, MatMul,
+// BatchNormalization, or as the scale of QuantizeLinear / DequantizeLinear) moves by one unit
+// in its last place, up or down at random (seeded). A level computing the same model in another, equally valid order of float
+// operations differs by about as much, so no level can be judged below it: YOLOv5s on uniform
+// random inputs moves by 4e-4 to 9e-4 (its exp() box sizes amplify rounding), and ONNX Runtime's
+// own optimisation levels differ from each other by 3e-4 there; a quantized model's requantizations
+// turn such ulps into whole steps.
 Result<double> rounding_sensitivity(const Session& eager, const TensorMap& inputs, const TensorMap& reference,
                                     uint64_t seed = 1);
 

@@ -157,6 +157,20 @@ TEST(RoundingSensitivity, FollowsTheModelsConditioning) {
   EXPECT_GT(power, 1e-4);
   EXPECT_LT(power, 2e-3);
   EXPECT_DOUBLE_EQ(tolerance_for_sensitivity(power).rtol, 10 * power);
+  // An input quantized first absorbs its ulps; the weights after it do not.
+  const char* kQuantizedInput = R"(graph @main (%x: f32[4,8]) {
+  %s: f32[] = const [0.125]
+  %z: u8[] = const [128]
+  %w: f32[8,3] = const [0.5, -1, 2, 0.25, 3, -0.75, 1.5, 1, -2, 0.3, 0.7, -0.1, 1, 1, 1, -1, 0.5, 0.2, 0.9, -0.4, 0.6, 0.8, -0.3, 0.1]
+  %q = QuantizeLinear(%x, %s, %z)
+  %d = DequantizeLinear(%q, %s, %z)
+  %y = MatMul(%d, %w)
+  return %y
+}
+)";
+  const double quantized = sensitivity(kQuantizedInput, {4, 8}, -3, 3);
+  EXPECT_GT(quantized, 0.0);
+  EXPECT_LT(quantized, 1e-6);
   const double chain = sensitivity(kChain, {2, 8}, -1, 1);
   EXPECT_LT(chain, 1e-6);
   EXPECT_DOUBLE_EQ(tolerance_for_sensitivity(chain).rtol, 1e-4);

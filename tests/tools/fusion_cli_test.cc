@@ -158,7 +158,7 @@ TEST_F(FusionCliTest, ValidatePassesAndFails) {
   EXPECT_NE(r.output.find("  y "), std::string::npos);
   // Without --rtol the tolerance comes from eager mode's own rounding sensitivity (a small
   // conv net: the 1e-4 floor); with it, no sensitivity is measured.
-  EXPECT_NE(r.output.find("eager's rounding sensitivity: one ulp of input moves its outputs by"), std::string::npos);
+  EXPECT_NE(r.output.find("eager's rounding sensitivity: one ulp of its inputs and weights moves its outputs by"), std::string::npos);
   EXPECT_NE(r.output.find("eager vs O2 (rtol 0.0001, atol 1e-06)"), std::string::npos) << r.output;
   // No tolerance at all: BN folding rounds differently, so O2 fails ...
   r = run_cli("validate " + model_ + " --level O2 --rtol 0 --atol 0 --bisect");

@@ -42,7 +42,7 @@ Status validate(const ValidateArgs& args) {
   if (!args.rtol) {
     OPFUSE_ASSIGN_OR_RETURN(const double sensitivity, rounding_sensitivity(eager, inputs, reference));
     tol.rtol = tolerance_for_sensitivity(sensitivity).rtol;
-    std::printf("eager's rounding sensitivity: one ulp of input moves its outputs by %.3g; rtol %g (max(1e-4, 10x); "
+    std::printf("eager's rounding sensitivity: one ulp of its inputs and weights moves its outputs by %.3g; rtol %g (max(1e-4, 10x); "
                 "--rtol sets it)\n", sensitivity, tol.rtol);
   }
   OPFUSE_ASSIGN_OR_RETURN(ValidationResult result, validate_against(graph, options, inputs, reference, tol));
