@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""A QDQ-form variant of an ONNX model, the form of static quantization (onnxruntime's
+quantize_static default, and most exporters' quantized models), for timing opfuse on such
+models: every Conv with float weights reads its input through QuantizeLinear -> DequantizeLinear
+(uint8, one scale and zero point per tensor) and its weights through DequantizeLinear of int8
+weights (symmetric, one scale per output channel). Not calibrated: every activation gets the
+same --scale (0.05) and zero point 128, so outputs are far from the float model's; only the
+structure and the work are real. Usage:
+
+    /usr/bin/python3 tools/zoo/quantize_qdq.py IN.onnx OUT.onnx [--scale 0.05]
+"""
+import argparse
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+
+def quantize(model, scale):
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    nodes, count = [], 0
+    for node in graph.node:
+        if node.op_type != "Conv" or node.input[1] not in inits:
+            nodes.append(node)
+            continue
+        p = f"qdq{count}"
+        graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{p}_scale"),
+                                  numpy_helper.from_array(np.array(128, np.uint8), f"{p}_zero")])
+        nodes += [helper.make_node("QuantizeLinear", [node.input[0], f"{p}_scale", f"{p}_zero"], [f"{p}_q"]),
+                  helper.make_node("DequantizeLinear", [f"{p}_q", f"{p}_scale", f"{p}_zero"], [f"{p}_x"])]
+        w = numpy_helper.to_array(inits[node.input[1]])
+        w_scale = (np.abs(w).reshape(w.shape[0], -1).max(1) / 127 + 1e-12).astype(np.float32)
+        wq = np.clip(np.round(w / w_scale.reshape(-1, *[1] * (w.ndim - 1))), -127, 127).astype(np.int8)
+        graph.initializer.extend([numpy_helper.from_array(wq, f"{p}_wq"),
+                                  numpy_helper.from_array(w_scale, f"{p}_wscale"),
+                                  numpy_helper.from_array(np.zeros(w.shape[0], np.int8), f"{p}_wzero")])
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}_wq", f"{p}_wscale", f"{p}_wzero"], [f"{p}_w"], axis=0))
+        node.input[0], node.input[1] = f"{p}_x", f"{p}_w"
+        nodes.append(node)
+        count += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {i for n in graph.node for i in n.input}
+    kept = [i for i in graph.initializer if i.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return count
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("input")
+    parser.add_argument("output")
+    parser.add_argument("--scale", type=float, default=0.05)
+    args = parser.parse_args()
+    model = onnx.load(args.input)
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    if opset < 13:
+        sys.exit(f"quantize_qdq: {args.input} is opset {opset}; per-axis DequantizeLinear needs 13")
+    count = quantize(model, args.scale)
+    if count == 0:
+        sys.exit(f"quantize_qdq: no Conv with float weights in {args.input}")
+    onnx.checker.check_model(model)
+    onnx.save(model, args.output)
+    print(f"{args.output}: {count} convs in QDQ form")
+
+
+if __name__ == "__main__":
+    main()
