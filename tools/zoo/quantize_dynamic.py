@@ -15,11 +15,11 @@ zero point (--weights uint8, its QUInt8). Usage:
     /usr/bin/python3 tools/zoo/quantize_dynamic.py IN.onnx OUT.onnx [--weights int8|uint8]
 """
 import argparse
-import sys
 
 import numpy as np
-import onnx
 from onnx import helper, numpy_helper, TensorProto
+
+from rewrite_model import rewrite_file
 
 
 def quantize_weights(w, kind):
@@ -64,10 +64,6 @@ def quantize(model, kind):
         count += 1
     del graph.node[:]
     graph.node.extend(nodes)
-    used = {i for n in graph.node for i in n.input}
-    kept = [i for i in graph.initializer if i.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
     return count
 
 
@@ -77,17 +73,9 @@ def main():
     parser.add_argument("output")
     parser.add_argument("--weights", choices=["int8", "uint8"], default="int8")
     args = parser.parse_args()
-    model = onnx.load(args.input)
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-    if opset < 11:
-        sys.exit(f"quantize_dynamic: {args.input} is opset {opset}; DynamicQuantizeLinear needs 11")
-    count = quantize(model, args.weights)
-    if count == 0:
-        sys.exit(f"quantize_dynamic: no MatMul with 2-d float weights in {args.input}")
-    onnx.checker.check_model(model)
-    onnx.save(model, args.output)
+    count = rewrite_file("quantize_dynamic", args.input, args.output, 11, "DynamicQuantizeLinear",
+                         lambda model: quantize(model, args.weights))
     print(f"{args.output}: {count} products quantized ({args.weights} weights)")
-
 
 if __name__ == "__main__":
     main()

@@ -10,11 +10,11 @@ structure and the work are real. Usage:
     /usr/bin/python3 tools/zoo/quantize_qdq.py IN.onnx OUT.onnx [--scale 0.05]
 """
 import argparse
-import sys
 
 import numpy as np
-import onnx
 from onnx import helper, numpy_helper
+
+from rewrite_model import rewrite_file
 
 
 def quantize(model, scale):
@@ -42,10 +42,6 @@ def quantize(model, scale):
         count += 1
     del graph.node[:]
     graph.node.extend(nodes)
-    used = {i for n in graph.node for i in n.input}
-    kept = [i for i in graph.initializer if i.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
     return count
 
 
@@ -55,17 +51,9 @@ def main():
     parser.add_argument("output")
     parser.add_argument("--scale", type=float, default=0.05)
     args = parser.parse_args()
-    model = onnx.load(args.input)
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-    if opset < 13:
-        sys.exit(f"quantize_qdq: {args.input} is opset {opset}; per-axis DequantizeLinear needs 13")
-    count = quantize(model, args.scale)
-    if count == 0:
-        sys.exit(f"quantize_qdq: no Conv with float weights in {args.input}")
-    onnx.checker.check_model(model)
-    onnx.save(model, args.output)
+    count = rewrite_file("quantize_qdq", args.input, args.output, 13, "per-axis DequantizeLinear",
+                         lambda model: quantize(model, args.scale))
     print(f"{args.output}: {count} convs in QDQ form")
-
 
 if __name__ == "__main__":
     main()
