@@ -77,5 +77,6 @@ def main():
                          lambda model: quantize(model, args.weights))
     print(f"{args.output}: {count} products quantized ({args.weights} weights)")
 
+
 if __name__ == "__main__":
     main()

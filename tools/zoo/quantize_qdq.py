@@ -55,5 +55,6 @@ def main():
                          lambda model: quantize(model, args.scale))
     print(f"{args.output}: {count} convs in QDQ form")
 
+
 if __name__ == "__main__":
     main()
