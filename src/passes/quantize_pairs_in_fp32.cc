@@ -40,9 +40,9 @@ std::optional<double> constant_scalar(const Node& node, size_t i, DType dtype) {
 std::string refusal_reason(const Node& dq) {
   const Node* q = dq.input(0)->producer();
   if (q->input(0) == nullptr || q->input(0)->dtype != DType::kF32) return "the quantized values are not f32";
-  const Value* zero = q->input(2);
-  const DType qtype = zero != nullptr ? zero->dtype : DType::kU8;
-  if (qtype != DType::kU8 && qtype != DType::kI8) return "the zero point is not u8/i8";
+  // The integers' dtype is the output's (a zero point's, or opset 21's output_dtype, else u8).
+  const DType qtype = q->output(0)->dtype;
+  if (qtype != DType::kU8 && qtype != DType::kI8) return "the quantized values are not u8/i8";
   const auto scale = constant_scalar(*q, 1, DType::kF32), dq_scale = constant_scalar(dq, 1, DType::kF32);
   if (!scale || !dq_scale || *scale != *dq_scale) return "the scales are not one equal constant";
   const auto zero_of = [&](const Node& n) -> std::optional<double> {
@@ -68,7 +68,7 @@ Result<bool> run_quantize_pairs_in_fp32_pass(Graph& graph, PassContext& context)
       continue;
     }
     Value* x = q->input(0);
-    const bool u8 = q->input(2) == nullptr || q->input(2)->dtype == DType::kU8;
+    const bool u8 = q->output(0)->dtype == DType::kU8;
     const float s = static_cast<float>(*constant_scalar(*q, 1, DType::kF32));
     const float z = q->input(2) != nullptr ? static_cast<float>(constant_data(q->input(2))->get_double(0)) : 0.0f;
     const std::string base = dq->name();
