@@ -1,7 +1,7 @@
 // Integer products with constant weights, computed as float32 ones: MatMulInteger as a MatMul,
-// below VNNI ConvInteger as a Conv, and QLinearMatMul / QLinearConv as float ops (at the end of
-// this file). ONNX Runtime's dynamic quantizer (quantize_dynamic,
-// and the "*_quantized.onnx" models made with it) writes each weight product as
+// below VNNI ConvInteger as a Conv, and QLinearMatMul / QLinearConv as float ops (their section
+// below). ONNX Runtime's dynamic quantizer (quantize_dynamic, and the "*_quantized.onnx" models
+// made with it) writes each weight product as
 //
 //   before                                                  after
 //     xq, s, z = DynamicQuantizeLinear(x)                      xq, s, z = DynamicQuantizeLinear(x)
@@ -166,6 +166,7 @@ std::string qlinear_refusal_reason(const Node& node) {
   const bool conv = node.op_type() == "QLinearConv";
   const Tensor* w = constant_data(node.input(kQW));
   if (node.input(kQX) == nullptr || !is_int8(node.input(kQX)->dtype)) return "x is not u8/i8";
+  if (!is_int8(node.output(0)->dtype)) return "y is not u8/i8";
   if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2)) {
     return "the weights are not constant u8/i8 (of rank 2 for a MatMul)";
   }
