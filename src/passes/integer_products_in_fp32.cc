@@ -140,12 +140,52 @@ Result<Tensor> float_weights(const Node& node, const Tensor& w, const Tensor* w_
   return out;
 }
 
+// A new node of one output, named after `base`, with the output's dtype and shape set.
+Result<Value*> add_op(Graph& graph, const std::string& type, std::vector<Value*> inputs, const std::string& base,
+                      const std::optional<Shape>& shape, DType dtype = DType::kF32, Attributes attrs = {},
+                      const std::string& node_name = "") {
+  OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(base + "_" + type)},
+                                                   std::move(attrs), node_name));
+  n->output(0)->dtype = dtype;
+  n->output(0)->shape = shape;
+  return n->output(0);
+}
+
 Result<Value*> cast_to_float(Graph& graph, Value* v) {
-  OPFUSE_ASSIGN_OR_RETURN(Node * cast, graph.add_node("Cast", {v}, {graph.unique_value_name(v->name() + "_f32")},
-                                                      {{"to", AttrValue(kOnnxFloat)}}));
-  cast->output(0)->dtype = DType::kF32;
-  cast->output(0)->shape = v->shape;
-  return cast->output(0);
+  return add_op(graph, "Cast", {v}, v->name(), v->shape, DType::kF32, {{"to", AttrValue(kOnnxFloat)}});
+}
+
+Value* add_scalar(Graph& graph, const std::string& name, float v) {
+  return graph.add_constant(graph.unique_value_name(name), Tensor::scalar<float>(v));
+}
+
+// MatMulInteger / ConvInteger `node` (refusal_reason passed) as a float product; `dq`: the
+// dequantization its scales fold out of.
+Status rewrite_integer_product(Graph& graph, Node* node, const std::optional<Dequantization>& dq) {
+  const bool conv = is_conv(*node);
+  OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, *constant_data(node->input(1)), constant_data(node->input(3)),
+                                                  dq ? dq->w_scale : nullptr));
+  Value* weights = graph.add_constant(graph.unique_value_name(node->input(1)->name() + "_f32"), std::move(w));
+  OPFUSE_ASSIGN_OR_RETURN(Value * a, cast_to_float(graph, node->input(0)));
+  if (Value* az = node->input(2); az != nullptr) {
+    OPFUSE_ASSIGN_OR_RETURN(Value * zero, cast_to_float(graph, az));
+    OPFUSE_ASSIGN_OR_RETURN(a, add_op(graph, "Sub", {a, zero}, a->name(), a->shape));
+  }
+  if (dq) {
+    OPFUSE_ASSIGN_OR_RETURN(a, add_op(graph, "Mul", {a, dq->x_scale}, a->name(), a->shape));
+  }
+  Value* y = node->output(0);
+  // A Conv keeps ConvInteger's attributes (pads, strides, dilations, group, kernel_shape, auto_pad).
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, conv ? "Conv" : "MatMul", {a, weights}, y->name(), y->shape,
+                                                  DType::kF32, conv ? node->attrs : Attributes{}, node->name() + "_f32"));
+  if (dq) {
+    // The dequantizing Mul's readers read the product; it, the Cast and the integer product die in dce.
+    graph.replace_all_uses(dq->mul->output(0), product);
+  } else {
+    // The Casts now cast float32 to float32, which simplify drops; the integer product dies in dce.
+    for (const Use& use : std::vector<Use>(y->uses())) graph.set_input(use.node, static_cast<size_t>(use.input_index), product);
+  }
+  return Status::ok();
 }
 
 // ---- QLinearConv / QLinearMatMul (static quantization's operator form) -----------------------
@@ -189,49 +229,34 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
   const bool conv = node->op_type() == "QLinearConv";
   const auto scalar = [&](int i) { return static_cast<float>(constant_data(node->input(static_cast<size_t>(i)))->get_double(0)); };
   const float x_scale = scalar(kQXScale), x_zero = scalar(kQXZero), y_scale = scalar(kQYScale), y_zero = scalar(kQYZero);
-  const Tensor& wq = *constant_data(node->input(kQW));
-  const Tensor* w_scale = constant_data(node->input(kQWScale));
-  OPFUSE_ASSIGN_OR_RETURN(Tensor w_scale_f32, w_scale->cast(DType::kF32));
-  // float_weights indexes channels the way its node's op does: a conv's first dim, a MatMul's columns.
-  OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, wq, constant_data(node->input(kQWZero)), &w_scale_f32));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor w_scale, constant_data(node->input(kQWScale))->cast(DType::kF32));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, *constant_data(node->input(kQW)),
+                                                  constant_data(node->input(kQWZero)), &w_scale));
   const std::string base = node->name();
-  const auto constant = [&](const std::string& what, Tensor t) {
-    return graph.add_constant(graph.unique_value_name(base + "_" + what), std::move(t));
-  };
-  const auto op = [&](const std::string& type, std::vector<Value*> inputs, const Shape* shape, DType dtype,
-                      Attributes attrs = {}) -> Result<Value*> {
-    OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(base + "_" + type)},
-                                                     std::move(attrs)));
-    n->output(0)->dtype = dtype;
-    if (shape != nullptr) n->output(0)->shape = *shape;
-    return n->output(0);
-  };
   Value* x = node->input(kQX);
-  const Shape* x_shape = x->shape ? &*x->shape : nullptr;
   OPFUSE_ASSIGN_OR_RETURN(Value * xf, cast_to_float(graph, x));
-  OPFUSE_ASSIGN_OR_RETURN(xf, op("Sub", {xf, constant("x_zero", Tensor::scalar<float>(x_zero))}, x_shape, DType::kF32));
-  OPFUSE_ASSIGN_OR_RETURN(xf, op("Mul", {xf, constant("x_scale", Tensor::scalar<float>(x_scale))}, x_shape, DType::kF32));
-  std::vector<Value*> inputs = {xf, constant("weights", std::move(w))};
+  OPFUSE_ASSIGN_OR_RETURN(xf, add_op(graph, "Sub", {xf, add_scalar(graph, base + "_x_zero", x_zero)}, base, x->shape));
+  OPFUSE_ASSIGN_OR_RETURN(xf, add_op(graph, "Mul", {xf, add_scalar(graph, base + "_x_scale", x_scale)}, base, x->shape));
+  std::vector<Value*> inputs = {xf, graph.add_constant(graph.unique_value_name(base + "_weights"), std::move(w))};
   if (conv && node->input(kQBias) != nullptr) {
     const Tensor& b = *constant_data(node->input(kQBias));
     std::vector<float> bias(static_cast<size_t>(b.numel()));
     for (int64_t m = 0; m < b.numel(); ++m) {
-      bias[m] = static_cast<float>(b.get_int(m)) * x_scale * w_scale_f32.data<float>()[w_scale_f32.numel() == 1 ? 0 : m];
+      bias[m] = static_cast<float>(b.get_int(m)) * x_scale * w_scale.data<float>()[w_scale.numel() == 1 ? 0 : m];
     }
-    inputs.push_back(constant("bias", Tensor::from_vector<float>({b.numel()}, bias)));
+    inputs.push_back(graph.add_constant(graph.unique_value_name(base + "_bias"), Tensor::from_vector<float>({b.numel()}, bias)));
   }
   Value* y = node->output(0);
-  const Shape* y_shape = y->shape ? &*y->shape : nullptr;
-  OPFUSE_ASSIGN_OR_RETURN(Value * acc, op(conv ? "Conv" : "MatMul", inputs, y_shape, DType::kF32,
-                                          conv ? node->attrs : Attributes{}));
-  OPFUSE_ASSIGN_OR_RETURN(Value * q, op("Div", {acc, constant("y_scale", Tensor::scalar<float>(y_scale))}, y_shape, DType::kF32));
-  OPFUSE_ASSIGN_OR_RETURN(q, op("Round", {q}, y_shape, DType::kF32));
-  OPFUSE_ASSIGN_OR_RETURN(q, op("Add", {q, constant("y_zero", Tensor::scalar<float>(y_zero))}, y_shape, DType::kF32));
   const bool u8 = y->dtype == DType::kU8;
-  OPFUSE_ASSIGN_OR_RETURN(q, op("Clip", {q, constant("low", Tensor::scalar<float>(u8 ? 0.0f : -128.0f)),
-                                         constant("high", Tensor::scalar<float>(u8 ? 255.0f : 127.0f))},
-                                y_shape, DType::kF32));
-  OPFUSE_ASSIGN_OR_RETURN(q, op("Cast", {q}, y_shape, y->dtype, {{"to", AttrValue(int64_t{u8 ? 2 : 3})}}));
+  OPFUSE_ASSIGN_OR_RETURN(Value * q, add_op(graph, conv ? "Conv" : "MatMul", inputs, base, y->shape, DType::kF32,
+                                            conv ? node->attrs : Attributes{}));
+  OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Div", {q, add_scalar(graph, base + "_y_scale", y_scale)}, base, y->shape));
+  OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Round", {q}, base, y->shape));
+  OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Add", {q, add_scalar(graph, base + "_y_zero", y_zero)}, base, y->shape));
+  OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Clip", {q, add_scalar(graph, base + "_low", u8 ? 0.0f : -128.0f),
+                                                    add_scalar(graph, base + "_high", u8 ? 255.0f : 127.0f)},
+                                    base, y->shape));
+  OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Cast", {q}, base, y->shape, y->dtype, {{"to", AttrValue(int64_t{u8 ? 2 : 3})}}));
   // The Cast takes over y's readers and name (a graph output keeps its name); the node dies in dce.
   const std::string name = y->name();
   OPFUSE_TRY(graph.rename_value(y, graph.unique_value_name(name + "_integer")));
@@ -264,42 +289,10 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
       context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
       continue;
     }
-    const Tensor& wq = *constant_data(node->input(1));
-    const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, wq));
-    OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, wq, constant_data(node->input(3)), dq ? dq->w_scale : nullptr));
-    Value* weights = graph.add_constant(graph.unique_value_name(node->input(1)->name() + "_f32"), std::move(w));
-    const auto binary = [&](const char* op, Value* a, Value* b, const char* suffix) -> Result<Value*> {
-      OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(op, {a, b}, {graph.unique_value_name(a->name() + suffix)}));
-      n->output(0)->dtype = DType::kF32;
-      n->output(0)->shape = a->shape;
-      return n->output(0);
-    };
-    OPFUSE_ASSIGN_OR_RETURN(Value * a, cast_to_float(graph, node->input(0)));
-    if (Value* az = node->input(2); az != nullptr) {
-      OPFUSE_ASSIGN_OR_RETURN(Value * zero, cast_to_float(graph, az));
-      OPFUSE_ASSIGN_OR_RETURN(a, binary("Sub", a, zero, "_centred"));
-    }
-    if (dq) {
-      OPFUSE_ASSIGN_OR_RETURN(a, binary("Mul", a, dq->x_scale, "_dequantized"));
-    }
-    Value* y = node->output(0);
-    // A Conv keeps ConvInteger's attributes (pads, strides, dilations, group, kernel_shape, auto_pad).
-    OPFUSE_ASSIGN_OR_RETURN(Node * product,
-                            graph.add_node(conv ? "Conv" : "MatMul", {a, weights}, {graph.unique_value_name(y->name() + "_f32")},
-                                           conv ? node->attrs : Attributes{}, node->name() + "_f32"));
-    product->output(0)->dtype = DType::kF32;
-    product->output(0)->shape = y->shape;
-    if (dq) {
-      // The dequantizing Mul's readers read the product; it, the Cast and the integer product die in dce.
-      graph.replace_all_uses(dq->mul->output(0), product->output(0));
-    } else {
-      // The Casts now cast float32 to float32, which simplify drops; the integer product dies in dce.
-      for (const Use& use : std::vector<Use>(y->uses())) {
-        graph.set_input(use.node, static_cast<size_t>(use.input_index), product->output(0));
-      }
-    }
+    const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, *constant_data(node->input(1))));
+    OPFUSE_TRY(rewrite_integer_product(graph, node, dq));
     context.decide(application(std::string(kPass), str_cat(what, dq ? ", scales folded into its operands" : ""),
-                               {node->name()}, product->name()));
+                               {node->name()}, node->name() + "_f32"));
     changed = true;
   }
   if (changed) OPFUSE_TRY(graph.topological_sort());
