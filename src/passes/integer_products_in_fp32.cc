@@ -70,8 +70,8 @@ std::string refusal_reason(const Node& node, const Target& target) {
   const Value* a = node.input(0);
   const Tensor* w = constant_data(node.input(1));
   if (a == nullptr || !is_int8(a->dtype)) return "x is not u8/i8";
-  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2)) {
-    return conv ? "the weights are not constant u8/i8" : "B is not constant u8/i8 weights of rank 2";
+  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2) || w->numel() == 0) {
+    return conv ? "the weights are not constant non-empty u8/i8" : "B is not constant non-empty u8/i8 weights of rank 2";
   }
   if (const Value* az = node.input(2); az != nullptr) {
     const auto dims = az->shape ? static_dims(*az->shape) : std::nullopt;
@@ -207,8 +207,8 @@ std::string qlinear_refusal_reason(const Node& node) {
   const Tensor* w = constant_data(node.input(kQW));
   if (node.input(kQX) == nullptr || !is_int8(node.input(kQX)->dtype)) return "x is not u8/i8";
   if (!is_int8(node.output(0)->dtype)) return "y is not u8/i8";
-  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2)) {
-    return "the weights are not constant u8/i8 (of rank 2 for a MatMul)";
+  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2) || w->numel() == 0) {
+    return "the weights are not constant non-empty u8/i8 (of rank 2 for a MatMul)";
   }
   const int64_t channels = conv ? w->dim(0) : w->dim(1);
   for (int i : {kQXScale, kQXZero, kQYScale, kQYZero}) {
@@ -221,7 +221,10 @@ std::string qlinear_refusal_reason(const Node& node) {
       return str_cat("input ", i, " is not a constant per tensor or per output channel");
     }
   }
-  if (conv && node.input(kQBias) != nullptr && constant_data(node.input(kQBias)) == nullptr) return "the bias is not a constant";
+  if (conv && node.input(kQBias) != nullptr) {
+    const Tensor* b = constant_data(node.input(kQBias));
+    if (b == nullptr || b->numel() != channels) return "the bias is not a constant of one value per output channel";
+  }
   return "";
 }
 
