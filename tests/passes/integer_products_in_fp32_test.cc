@@ -207,6 +207,20 @@ TEST(IntegerProductsInFp32, QLinearConvAndMatMulRunAsFloatOpsWithinOneStep) {
   }
 }
 
+// A bias of another length than the output channels is a clear error of shape inference, before
+// the rule (which refuses one too) could read past the weights' scales.
+TEST(IntegerProductsInFp32, AMalformedBiasIsAClearError) {
+  std::string text = qlinear_graph(true);
+  text.replace(text.find("%b: i32[6] = const [100, -250, 4000, -30, 0, 777]"), 49, "%b: i32[5] = const [100, -250, 4000, -30, 0]");
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  PassContext ctx;
+  const Status s = run_pipeline(*g, OptLevel::kO1, {}, ctx);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("QLinearConv"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bias B has shape [5]; expected [6]"), std::string::npos) << s.message();
+}
+
 TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
   auto g = parse_graph(R"(graph @main (%xq: u8[2,3]) {
   %wq: i8[3,2] = const [1, -2, 3, -4, 5, -6]
