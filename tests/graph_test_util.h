@@ -24,6 +24,21 @@
 
 namespace opfuse::testing_graphs {
 
+// Nodes of `op` in `g`.
+inline int count_op(const Graph& g, std::string_view op) {
+  int n = 0;
+  for (const Node* node : g.nodes()) n += node->op_type() == op;
+  return n;
+}
+
+// Whether `pass` recorded a decision that was `applied` (or refused) and whose reason (for a
+// refusal) or description (for an application) contains `text`.
+inline bool decided(const PassContext& ctx, std::string_view pass, bool applied, std::string_view text) {
+  return std::any_of(ctx.decisions.begin(), ctx.decisions.end(), [&](const PassDecision& d) {
+    return d.pass == pass && d.applied == applied && (applied ? d.what : d.reason).find(text) != std::string::npos;
+  });
+}
+
 // Uniform f32 values in [lo, hi] for every (non-constant) graph input, which must have a static
 // shape; input i is drawn with seed `first_seed + i`, so each input is reproducible on its own.
 inline TensorMap random_inputs(const Graph& g, uint64_t first_seed, float lo = -2, float hi = 2) {

@@ -9,9 +9,12 @@
 #include "passes/pass.h"
 #include "pipelines/pipeline.h"
 #include "testing/fusion_models.h"
+#include "graph_test_util.h"
 
 namespace opfuse {
 namespace {
+
+using testing_graphs::count_op;
 
 TEST(FusionRules, KnownRulesAreTheFusingPassesAndRegisteredNames) {
   EXPECT_TRUE(is_known_fusion_rule("fold_batchnorm"));
@@ -111,16 +114,10 @@ PassContext run_o2(const FusionConfig& fusion, Graph& graph) {
   return ctx;
 }
 
-size_t count_op(const Graph& g, const std::string& op) {
-  size_t n = 0;
-  for (const Node* node : g.nodes()) n += node->op_type() == op;
-  return n;
-}
-
 TEST(FusingPasses, FillDecisionsAndCounters) {
   Graph g;
   PassContext ctx = run_o2({}, g);
-  EXPECT_EQ(count_op(g, "FusedConv"), 2u);
+  EXPECT_EQ(count_op(g, "FusedConv"), 2);
   EXPECT_EQ(g.num_nodes(), 2u);
   ASSERT_EQ(ctx.decisions.size(), 3u);
   const PassDecision& fold = ctx.decisions[0];
@@ -145,13 +142,13 @@ TEST(FusingPasses, DisabledRulesDoNothing) {
   FusionConfig c;
   c.disabled_rules = {"epilogue_relu"};
   PassContext ctx = run_o2(c, g);
-  EXPECT_EQ(count_op(g, "FusedConv"), 0u);
-  EXPECT_EQ(count_op(g, "BatchNormalization"), 0u);  // the fold still ran
+  EXPECT_EQ(count_op(g, "FusedConv"), 0);
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 0);  // the fold still ran
   FusionConfig only_epilogue;
   only_epilogue.enabled_rules = {"epilogue_relu"};
   ctx = run_o2(only_epilogue, g);
-  EXPECT_EQ(count_op(g, "BatchNormalization"), 1u);
-  EXPECT_EQ(count_op(g, "FusedConv"), 1u);  // the head; the block's Conv feeds the BN, not a Relu
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 1);
+  EXPECT_EQ(count_op(g, "FusedConv"), 1);  // the head; the block's Conv feeds the BN, not a Relu
 }
 
 TEST(FusingPasses, ExcludedNodesAreRefusedWithTheGlob) {
@@ -174,7 +171,7 @@ TEST(FusingPasses, ExcludedNodesAreRefusedWithTheGlob) {
   FusionConfig no_bn;
   no_bn.disabled_op_types = {"BatchNormalization"};
   ctx = run_o2(no_bn, g);
-  EXPECT_EQ(count_op(g, "BatchNormalization"), 1u);
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 1);
   bool op_refused = false;
   for (const PassDecision& d : ctx.decisions) {
     op_refused |= !d.applied && d.rule == "fold_batchnorm" && d.reason == "op type BatchNormalization excluded from fusion";

@@ -9,6 +9,8 @@
 namespace opfuse::testing_graphs {
 namespace {
 
+constexpr std::string_view kRule = "integer_products_in_fp32";
+
 // `k` x `n` weights of `type` (u8 or i8) with values from `lo` to `hi`, as text-format constants.
 std::string weights(int64_t k, int64_t n, int lo, int hi) {
   std::string out;
@@ -37,29 +39,19 @@ std::string quantized_graph(int64_t k, int64_t n, bool scaled) {
 )");
 }
 
-size_t count_op(const Graph& g, std::string_view op) {
-  size_t n = 0;
-  for (const Node* node : g.nodes()) n += node->op_type() == op;
-  return n;
-}
-
 TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithItsScales) {
   const std::string text = quantized_graph(40, 24, true);
   auto g = parse_graph(text);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
   ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "MatMulInteger"), 0u) << print_graph(*g);
-  EXPECT_EQ(count_op(*g, "MatMul"), 1u) << print_graph(*g);
+  EXPECT_EQ(count_op(*g, "MatMulInteger"), 0) << print_graph(*g);
+  EXPECT_EQ(count_op(*g, "MatMul"), 1) << print_graph(*g);
   // x's values and zero point to float; the sums' Cast is gone, and so is the Mul by the scales'
   // product: x_scale multiplies x, w_scale is in the weights.
-  EXPECT_EQ(count_op(*g, "Cast"), 2u) << print_graph(*g);
-  EXPECT_EQ(count_op(*g, "Mul"), 1u) << print_graph(*g);
-  bool reported = false;
-  for (const PassDecision& d : ctx.decisions) {
-    reported |= d.pass == "integer_products_in_fp32" && d.applied && d.what.ends_with("scales folded into its operands");
-  }
-  EXPECT_TRUE(reported);
+  EXPECT_EQ(count_op(*g, "Cast"), 2) << print_graph(*g);
+  EXPECT_EQ(count_op(*g, "Mul"), 1) << print_graph(*g);
+  EXPECT_TRUE(decided(ctx, kRule, true, "scales folded into its operands"));
   // The sums now add dequantized products: within float rounding of eager mode. At O2 and O3 the
   // bias after the product is the GEMM's epilogue.
   for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
@@ -129,16 +121,10 @@ TEST(IntegerProductsInFp32, ConvIntegerRunsAsAFloatConvBelowVnni) {
     ctx.target.isa = isa;
     ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
     const bool vnni = isa >= IsaTier::kAvx512CoreVnni;
-    EXPECT_EQ(count_op(*g, "ConvInteger"), vnni ? 1u : 0u) << print_graph(*g);
-    EXPECT_EQ(count_op(*g, "Conv"), vnni ? 0u : 1u) << print_graph(*g);
-    bool folded = false, refused = false;
-    for (const PassDecision& d : ctx.decisions) {
-      if (d.pass != "integer_products_in_fp32") continue;
-      folded |= d.applied && d.what.ends_with("scales folded into its operands");
-      refused |= !d.applied && d.reason.find("VNNI") != std::string::npos;
-    }
-    EXPECT_EQ(folded, !vnni);
-    EXPECT_EQ(refused, vnni);
+    EXPECT_EQ(count_op(*g, "ConvInteger"), vnni ? 1 : 0) << print_graph(*g);
+    EXPECT_EQ(count_op(*g, "Conv"), vnni ? 0 : 1) << print_graph(*g);
+    EXPECT_EQ(decided(ctx, kRule, true, "scales folded into its operands"), !vnni);
+    EXPECT_EQ(decided(ctx, kRule, false, "VNNI"), vnni);
   }
   // On this machine's target, at every level: within float rounding of eager mode's integer
   // convolution; below VNNI no integer convolution runs, and at O3 the float one is blocked with
@@ -191,10 +177,10 @@ TEST(IntegerProductsInFp32, QLinearConvAndMatMulRunAsFloatOpsWithinOneStep) {
     PassContext ctx;
     ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
     for (const PassDecision& d : ctx.decisions) {
-      EXPECT_TRUE(d.pass != "integer_products_in_fp32" || d.applied) << d.what << ": " << d.reason;
+      EXPECT_TRUE(d.pass != kRule || d.applied) << d.what << ": " << d.reason;
     }
-    EXPECT_EQ(count_op(*g, conv ? "QLinearConv" : "QLinearMatMul"), 0u) << print_graph(*g);
-    EXPECT_EQ(count_op(*g, conv ? "Conv" : "MatMul"), 1u) << print_graph(*g);
+    EXPECT_EQ(count_op(*g, conv ? "QLinearConv" : "QLinearMatMul"), 0) << print_graph(*g);
+    EXPECT_EQ(count_op(*g, conv ? "Conv" : "MatMul"), 1) << print_graph(*g);
     for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
       SCOPED_TRACE(static_cast<int>(level));
       const CompiledRun run = compile_and_compare(text, level, bytes);
@@ -233,20 +219,15 @@ TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
   ASSERT_TRUE(run_pipeline(*g, OptLevel::kO2, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "MatMulInteger"), 1u) << print_graph(*g);
-  bool refused = false;
-  for (const PassDecision& d : ctx.decisions) {
-    refused |= d.pass == "integer_products_in_fp32" && !d.applied &&
-               d.reason.find("the int32 sums are read by Add") != std::string::npos;
-  }
-  EXPECT_TRUE(refused);
+  EXPECT_EQ(count_op(*g, "MatMulInteger"), 1) << print_graph(*g);
+  EXPECT_TRUE(decided(ctx, kRule, false, "the int32 sums are read by Add"));
 }
 
 TEST(IntegerProductsInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {
   PassContext ctx;
-  const Graph g = pipeline_without_rule(quantized_graph(8, 4, true), OptLevel::kO1, "integer_products_in_fp32", ctx);
-  EXPECT_EQ(count_op(g, "MatMulInteger"), 1u) << print_graph(g);
-  for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, "integer_products_in_fp32");
+  const Graph g = pipeline_without_rule(quantized_graph(8, 4, true), OptLevel::kO1, std::string(kRule), ctx);
+  EXPECT_EQ(count_op(g, "MatMulInteger"), 1) << print_graph(g);
+  for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, kRule);
 }
 
 }  // namespace

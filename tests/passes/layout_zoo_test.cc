@@ -9,15 +9,12 @@
 #include "passes/pass.h"
 #include "pipelines/pipeline.h"
 #include "testing/zoo.h"
+#include "graph_test_util.h"
 
 namespace opfuse {
 namespace {
 
-int count_op(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const Node* node : g.nodes()) n += node->op_type() == op;
-  return n;
-}
+using testing_graphs::count_op;
 
 TEST(LayoutZooTest, ResnetTinyIsBlockedEndToEnd) {
   const auto manifest = testing_zoo::load_manifest();

@@ -15,6 +15,8 @@
 namespace opfuse {
 namespace {
 
+using testing_graphs::count_op;
+
 struct Compiled {
   std::shared_ptr<const CompiledPlan> plan;
   double diff = 1e9;
@@ -53,12 +55,6 @@ std::string explain(const Compiled& c) {
   }
   for (const std::string& step : c.plan->describe_steps()) s += step + "\n";
   return s;
-}
-
-int count_op(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const Node* node : g.nodes()) n += node->op_type() == op;
-  return n;
 }
 
 // BERT's LayerNorm as exported by PyTorch: two ReduceMeans on the last axis plus elementwise ops.

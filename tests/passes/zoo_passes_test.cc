@@ -18,9 +18,12 @@
 #include "passes/pass.h"
 #include "ops/eager.h"
 #include "pipelines/pipeline.h"
+#include "graph_test_util.h"
 
 namespace opfuse {
 namespace {
+
+using testing_graphs::count_op;
 
 namespace fs = std::filesystem;
 
@@ -28,12 +31,6 @@ using testing_zoo::zoo_dir;
 using testing_zoo::zoo_tier;
 using testing_zoo::models_in_tier;
 inline nlohmann::json manifest() { return testing_zoo::load_manifest(); }
-
-int count_op(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const Node* node : g.nodes()) n += node->op_type() == op;
-  return n;
-}
 
 // max |a - b| / max |b| over every output; the outputs must have the same names and dims.
 double relative_diff(const TensorMap& got, const TensorMap& want, std::string& problem) {

@@ -22,9 +22,12 @@
 #include "pipelines/pipeline.h"
 #include "runtime/session.h"
 #include "testing/pattern_fusion.h"
+#include "graph_test_util.h"
 
 namespace opfuse {
 namespace {
+
+using testing_graphs::count_op;
 
 struct Case {
   int64_t batch = 1, q_len = 4, kv_len = 4, heads = 2, head_dim = 4, v_head_dim = 4;
@@ -104,12 +107,6 @@ TensorMap inputs_for(const Case& c, MaskFill fill) {
     in["mask"] = m;
   }
   return in;
-}
-
-int count_op(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const Node* node : g.nodes()) n += node->op_type() == op;
-  return n;
 }
 
 // Unfused eager vs fused eager vs graph mode O2.

@@ -14,12 +14,10 @@ zero point (--weights uint8, its QUInt8). Usage:
 
     /usr/bin/python3 tools/zoo/quantize_dynamic.py IN.onnx OUT.onnx [--weights int8|uint8]
 """
-import argparse
-
 import numpy as np
 from onnx import helper, numpy_helper, TensorProto
 
-from rewrite_model import rewrite_file
+import rewrite_model
 
 
 def quantize_weights(w, kind):
@@ -35,6 +33,7 @@ def quantize_weights(w, kind):
 
 
 def quantize(model, kind):
+    """The graph's new node list and how many products it quantized (rewrite_model.rewrite_file)."""
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     nodes, quantized_inputs, count = [], {}, 0
@@ -62,21 +61,11 @@ def quantize(model, kind):
             helper.make_node("Mul", [f"{out}_cast", f"{out}_scales"], [out], name=f"{name}_dequantize"),
         ]
         count += 1
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return count
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("input")
-    parser.add_argument("output")
-    parser.add_argument("--weights", choices=["int8", "uint8"], default="int8")
-    args = parser.parse_args()
-    count = rewrite_file("quantize_dynamic", args.input, args.output, 11, "DynamicQuantizeLinear",
-                         lambda model: quantize(model, args.weights))
-    print(f"{args.output}: {count} products quantized ({args.weights} weights)")
+    return nodes, count
 
 
 if __name__ == "__main__":
-    main()
+    rewrite_model.main("quantize_dynamic", __doc__, 11, "DynamicQuantizeLinear",
+                       lambda parser: parser.add_argument("--weights", choices=["int8", "uint8"], default="int8"),
+                       lambda model, args: quantize(model, args.weights),
+                       lambda args, count: f"{args.output}: {count} products quantized ({args.weights} weights)")

@@ -9,15 +9,14 @@ structure and the work are real. Usage:
 
     /usr/bin/python3 tools/zoo/quantize_qdq.py IN.onnx OUT.onnx [--scale 0.05]
 """
-import argparse
-
 import numpy as np
 from onnx import helper, numpy_helper
 
-from rewrite_model import rewrite_file
+import rewrite_model
 
 
 def quantize(model, scale):
+    """The graph's new node list and how many convs it quantized (rewrite_model.rewrite_file)."""
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     nodes, count = [], 0
@@ -40,21 +39,11 @@ def quantize(model, scale):
         node.input[0], node.input[1] = f"{p}_x", f"{p}_w"
         nodes.append(node)
         count += 1
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return count
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("input")
-    parser.add_argument("output")
-    parser.add_argument("--scale", type=float, default=0.05)
-    args = parser.parse_args()
-    count = rewrite_file("quantize_qdq", args.input, args.output, 13, "per-axis DequantizeLinear",
-                         lambda model: quantize(model, args.scale))
-    print(f"{args.output}: {count} convs in QDQ form")
+    return nodes, count
 
 
 if __name__ == "__main__":
-    main()
+    rewrite_model.main("quantize_qdq", __doc__, 13, "per-axis DequantizeLinear",
+                       lambda parser: parser.add_argument("--scale", type=float, default=0.05),
+                       lambda model, args: quantize(model, args.scale),
+                       lambda args, count: f"{args.output}: {count} convs in QDQ form")
