@@ -2,6 +2,7 @@
 #include "kernels/cpu/direct_conv_kernel.h"
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/integer_gemm_kernel.h"
 #include "kernels/cpu/onednn_blocked.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_conv_transpose.h"
@@ -52,6 +53,8 @@ const std::vector<KernelImpl>& all_kernels() {
         packed_fused_matmul_kernel(),
         packed_fused_gemm_kernel(),
         packed_blocked_conv_kernel(),  // 1x1, before oneDNN's blocked conv
+        // Dynamically quantized products: exact 16-bit multiply-adds (kernels/cpu/integer_gemm_kernel.cc).
+        integer_gemm_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),

@@ -2,8 +2,17 @@
 // points (per tensor, per row of A, per column of B), accumulated exactly in integers.
 // MatMulInteger returns the int32 sums; QLinearMatMul requantizes them with
 // a_scale * b_scale / y_scale. Reference kernels: opaque to fusion (the fuser's anchors are float).
+//
+// opfuse::FusedMatMulInteger(A, B, [bias], [R], a_scale, [a_zero], b_scale, [b_zero]) {epilogue}
+// is onnxruntime's dynamically quantized product as one anchor (passes/integer_products_in_fp32.cc
+// writes it): Y = post(Cast<float>(MatMulInteger(A, B, a_zero, b_zero)) * (a_scale * b_scale) +
+// bias), with a_scale one f32 value (DynamicQuantizeLinear's, known at run time), b_scale one
+// value or one per column, bias [N] and the post-ops and residual of FusedMatMul (ops/fused.h).
+// The float steps are those of the graph it replaces, in its order, so it is bit for bit that
+// graph; kernels/cpu/integer_gemm_kernel.cc computes the sums exactly in 16-bit products.
 #include <omp.h>
 
+#include "ops/fused.h"
 #include "ops/matmul_common.h"
 #include "ops/quantize_common.h"
 
@@ -252,6 +261,60 @@ Status qlinear_matmul_kernel(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------- opfuse::FusedMatMulInteger
+
+constexpr size_t kFmiBias = 2, kFmiAScale = 4, kFmiAZero = 5, kFmiBScale = 6, kFmiBZero = 7;
+
+Status infer_fused_matmul_integer(InferContext& ctx) {
+  OPFUSE_TRY(check_quantized_input(ctx, 0, "A"));
+  OPFUSE_TRY(check_quantized_input(ctx, 1, "B"));
+  OPFUSE_TRY(check_same_dtype(ctx, 0, kFmiAZero, "A"));
+  OPFUSE_TRY(check_same_dtype(ctx, 1, kFmiBZero, "B"));
+  if (!ctx.has_input(kFmiAScale) || !ctx.has_input(kFmiBScale)) return ctx.error("a_scale (input 4) and b_scale (input 6) are required");
+  OPFUSE_TRY(check_f32_input(ctx, kFmiAScale, "a_scale"));
+  OPFUSE_TRY(check_f32_input(ctx, kFmiBScale, "b_scale"));
+  OPFUSE_TRY(check_f32_input(ctx, kFmiBias, "bias"));
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, matmul_output_shape(ctx, 0, 1));
+  if (const auto& b = ctx.input_shape(kFmiBias); ctx.has_input(kFmiBias) && out && b &&
+                                                  (b->size() != 1 || out->empty() || !((*b)[0] == out->back()))) {
+    return ctx.error(str_cat("bias ", shape_to_string(*b), " must be [N] for the output ", shape_to_string(*out)));
+  }
+  ctx.set_output(0, DType::kF32, std::move(out));
+  return infer_epilogue(ctx);
+}
+
+Status fused_matmul_integer_kernel(KernelContext& ctx) {
+  const std::string who = ctx.node().describe();
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  OPFUSE_ASSIGN_OR_RETURN(IntMatmul p, setup_int_matmul(who, a, b, ctx.input_or_null(kFmiAZero),
+                                                        ctx.input_or_null(kFmiBZero), kFmiAZero, kFmiBZero));
+  const Tensor& a_scale = ctx.input(kFmiAScale);
+  const Tensor& b_scale = ctx.input(kFmiBScale);
+  const Tensor* bias = ctx.input_or_null(kFmiBias);
+  if (a_scale.dtype() != DType::kF32 || a_scale.numel() != 1 || b_scale.dtype() != DType::kF32 ||
+      (b_scale.numel() != 1 && (b_scale.rank() != 1 || b_scale.numel() != p.n)) ||
+      (bias && (bias->dtype() != DType::kF32 || bias->rank() != 1 || bias->numel() != p.n))) {
+    return ctx.error(str_cat("a_scale ", a_scale.type_string(), " must be one f32, b_scale ", b_scale.type_string(),
+                             " one f32 or [N] and bias ", bias ? bias->type_string() : "(none)", " f32[N], N = ", p.n));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Tensor acc, Tensor::zeros(DType::kI32, p.out_dims, who + " accumulators"));
+  OPFUSE_TRY(dispatch_int_matmul(who, p, a, b, acc.data<int32_t>()));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kF32, p.out_dims));
+  const int32_t* sums = acc.data<int32_t>();
+  float* out = y->data<float>();
+  const float as = a_scale.data<float>()[0];
+  const float* bs = b_scale.data<float>();
+  for (int64_t i = 0; i < acc.numel(); ++i) {
+    const int64_t j = p.n == 0 ? 0 : i % p.n;
+    // The replaced graph's steps: Cast, Mul by Mul(a_scale, b_scale), Add the bias.
+    const float scale = as * bs[b_scale.numel() == 1 ? 0 : j];
+    out[i] = static_cast<float>(sums[i]) * scale;
+    if (bias) out[i] += bias->data<float>()[j];
+  }
+  return apply_epilogue(ctx);
+}
+
 int64_t int_matmul_flops(const Node& node, size_t a) {
   const Value* av = node.input(a);
   const Value* yv = node.output(0);
@@ -285,6 +348,21 @@ std::vector<OpDef> integer_matmul_ops() {
     d.reference = qlinear_matmul_kernel;
     d.flops = [](const Node& node) { return int_matmul_flops(node, 0); };
     d.summary = "quantized numpy matmul: u8/i8 in, int32 sums requantized to u8/i8";
+    ops.push_back(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "FusedMatMulInteger";
+    d.domain = std::string(kFusedDomain);
+    d.min_opset = d.max_opset = 1;
+    d.min_inputs = 2;  // the scales come after optional inputs; shape inference requires them
+    d.max_inputs = 8;
+    d.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
+    d.kind = FusionKind::kAnchor;
+    d.infer = infer_fused_matmul_integer;
+    d.reference = fused_matmul_integer_kernel;
+    d.flops = [](const Node& node) { return int_matmul_flops(node, 0); };
+    d.summary = "dequantized MatMulInteger: (A - a_zero)(B - b_zero) * a_scale * b_scale + bias, then an epilogue";
     ops.push_back(std::move(d));
   }
   return ops;

@@ -1,40 +1,45 @@
-// Integer products with constant weights, computed as float32 ones: MatMulInteger as a MatMul,
-// below VNNI ConvInteger as a Conv, and QLinearMatMul / QLinearConv as float ops (their section
-// below). ONNX Runtime's dynamic quantizer (quantize_dynamic, and the "*_quantized.onnx" models
-// made with it) writes each weight product as
+// Integer products with constant weights, off the integer reference loops: MatMulInteger with
+// its dequantization as one opfuse::FusedMatMulInteger (an exact integer kernel that returns
+// the dequantized floats), below VNNI ConvInteger as a float32 Conv, and QLinearMatMul /
+// QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
+// (quantize_dynamic, and the "*_quantized.onnx" models made with it) writes each weight product as
 //
-//   before                                                  after
-//     xq, s, z = DynamicQuantizeLinear(x)                      xq, s, z = DynamicQuantizeLinear(x)
-//     y = MatMulInteger(xq, Wq, z, Wz)        (int32)          xf = Cast(xq, to=float) - Cast(z, to=float)
-//     yf = Cast(y, to=float)                                   yf = MatMul(xf, W)  W = Wq - Wz in float32,
-//     out = Mul(yf, s * Ws)                                    out = Mul(yf, s * Ws)      packed once by the kernel
+//   xq, s, z = DynamicQuantizeLinear(x)
+//   y = MatMulInteger(xq, Wq, z, Wz)        (int32)
+//   yf = Cast(y, to=float)
+//   out = Add(Mul(yf, Mul(s, Ws)), bias)
 //
-// (ConvInteger likewise, with the Conv's attributes). The int32 sums are only ever read through
-// Casts to float, so they need not exist. Without this pass MatMulInteger runs on the reference
-// loops, and ConvInteger below VNNI on onednn.conv_integer's f32 route, which converts x to f32
-// and the sums back to int32 around every convolution; with it the products run on the target's
-// float32 kernels (cpu.gemm, cpu.conv, oneDNN, weights packed once) and fuse like float ones.
-// Not an int8 kernel: as fast as the float32 model, not faster (below VNNI, oneDNN's u8 x s8
-// multiply-adds saturate, and an exact 16-bit product would gain at most 1.46x on a Zen 3,
-// docs/benchmarks.md). With VNNI, ConvInteger keeps oneDNN's exact int8 convolution, which is
-// faster than float32 there; MatMulInteger has no int8 kernel yet, so it is rewritten everywhere.
+// whose int32 sums are only ever read through Casts to float. Without this pass MatMulInteger
+// runs on the reference loops, and ConvInteger below VNNI on onednn.conv_integer's f32 route,
+// which converts x to f32 and the sums back to int32 around every convolution.
 //
-// When the Cast's only reader is onnxruntime's dequantization, Mul(Cast(sums), Mul(x_scale,
-// w_scale)) with x_scale one value and w_scale a constant per tensor (or per column of a
-// MatMul's weights), the scales move into the operands: x_scale onto x's side (xf * x_scale, the
-// dequantized x) and w_scale into the float weights, and the product's output is the Mul's. Then
-// the bias, activation and residual after it fuse into the kernel's epilogue as in a float model
-// (BERT-base quantized, O3: 229 ms per run with the scale Mul between each GEMM and its epilogue,
-// 214 folded; docs/benchmarks.md). Within float rounding of eager mode, no longer exact: the sums
-// add dequantized products.
+// MatMulInteger, when the Cast's only reader is that dequantization (x_scale one value, w_scale
+// a constant per tensor or per column), becomes
 //
-// Without that Mul: exact while every partial sum stays below 2^24 in magnitude (the operands are
-// integers below 2^8, products below 2^17, and float32 adds integers exactly up to there).
-// Beyond, the sum is off by its float rounding (relative 6e-8 per addition), as the Cast of a
-// larger int32 to float would round it too. `--disable integer_products_in_fp32` keeps the
-// integer kernels.
+//   out = opfuse::FusedMatMulInteger(xq, Wq, bias, -, s, z, Ws, Wz)
+//
+// (the bias when the Mul's only reader adds a constant [N]): the same float steps in the same
+// order, so bit for bit the graph it replaces, on cpu.gemm_i16's exact 16-bit multiply-adds
+// (kernels/cpu/integer_gemm_kernel.cc: BERT-base quantized runs at about 0.7x its float32
+// twin's time on a Zen 3, docs/benchmarks.md). The activation and residual after it fuse as
+// epilogues. (The rule keeps its name, under which users switch it off: the sums are integers
+// now, the dequantization float32.)
+//
+// ConvInteger (below VNNI; with VNNI oneDNN's exact int8 convolution is faster than float32 and
+// keeps it) with that dequantization becomes a float32 Conv of the dequantized x, Cast(xq) -
+// Cast(z) times s, by (Wq - Wz) * Ws folded once, whose output the Mul's readers read; the bias
+// and activation after it fuse as in a float model. Within float rounding of eager mode, no
+// longer exact: the sums add dequantized products.
+//
+// Either product without that Mul becomes a float32 MatMul / Conv of Cast(xq) - Cast(z) by
+// Wq - Wz, whose Casts then cast float32 to float32: exact while every partial sum stays below
+// 2^24 in magnitude (the operands are integers below 2^8, products below 2^17, and float32 adds
+// integers exactly up to there). Beyond, the sum is off by its float rounding (relative 6e-8 per
+// addition), as the Cast of a larger int32 to float would round it too.
+// `--disable integer_products_in_fp32` keeps the integer kernels.
 #include <optional>
 
+#include "ops/fused.h"
 #include "ops/op_def.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
@@ -95,7 +100,8 @@ std::string refusal_reason(const Node& node, const Target& target) {
 struct Dequantization {
   Node* mul = nullptr;              // Mul(Cast(sums), Mul(x_scale, w_scale)): its readers read the product
   Value* x_scale = nullptr;         // one value
-  const Tensor* w_scale = nullptr;  // f32, one value, or one per column of a MatMul's weights
+  Value* w_scale_value = nullptr;
+  const Tensor* w_scale = nullptr;  // its data: f32, one value, or one per column of a MatMul's weights
 };
 
 std::optional<Dequantization> dequantization_of(const Node& node, int64_t channels) {
@@ -118,7 +124,7 @@ std::optional<Dequantization> dequantization_of(const Node& node, int64_t channe
     if (x_scale->dtype == DType::kF32 && x_dims && numel_of(*x_dims) == 1 && x_dims->size() <= 1 &&
         w_scale != nullptr && w_scale->dtype() == DType::kF32 && w_scale->rank() <= 1 &&
         (w_scale->numel() == 1 || (!is_conv(node) && w_scale->numel() == channels))) {
-      return Dequantization{mul, x_scale, w_scale};
+      return Dequantization{mul, x_scale, product->input(1 - i), w_scale};
     }
   }
   return std::nullopt;
@@ -143,9 +149,9 @@ Result<Tensor> float_weights(const Node& node, const Tensor& w, const Tensor* w_
 // A new node of one output, named after `base`, with the output's dtype and shape set.
 Result<Value*> add_op(Graph& graph, const std::string& type, std::vector<Value*> inputs, const std::string& base,
                       const std::optional<Shape>& shape, DType dtype = DType::kF32, Attributes attrs = {},
-                      const std::string& node_name = "") {
+                      const std::string& node_name = "", const std::string& domain = "") {
   OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(base + "_" + type)},
-                                                   std::move(attrs), node_name));
+                                                   std::move(attrs), node_name, domain));
   n->output(0)->dtype = dtype;
   n->output(0)->shape = shape;
   return n->output(0);
@@ -185,6 +191,44 @@ Status rewrite_integer_product(Graph& graph, Node* node, const std::optional<Deq
     // The Casts now cast float32 to float32, which simplify drops; the integer product dies in dce.
     for (const Use& use : std::vector<Use>(y->uses())) graph.set_input(use.node, static_cast<size_t>(use.input_index), product);
   }
+  return Status::ok();
+}
+
+// The constant [N] f32 bias added to `product` [..., N] by its only reader, an Add whose result is
+// not a graph output; null when there is none.
+Node* bias_add_of(const Value* product, int64_t n) {
+  if (product->uses().size() != 1) return nullptr;
+  const Use& use = product->uses()[0];
+  Node* add = use.node;
+  if (!add->domain().empty() || add->op_type() != "Add" || add->output(0)->is_graph_output()) return nullptr;
+  const Tensor* bias = constant_data(add->input(1 - static_cast<size_t>(use.input_index)));
+  if (bias == nullptr || bias->dtype() != DType::kF32 || bias->rank() != 1 || bias->dim(0) != n) return nullptr;
+  const Value* y = add->output(0);
+  if (!y->shape || !product->shape || !(*y->shape == *product->shape)) return nullptr;
+  return add;
+}
+
+// MatMulInteger `node` (refusal_reason passed) whose sums onnxruntime's dequantization `dq` reads,
+// as one opfuse::FusedMatMulInteger (ops/integer_matmul.cc) that also takes the bias Add after
+// it: the same float steps in the same order, so bit for bit, on an integer kernel
+// (kernels/cpu/integer_gemm_kernel.cc: exact 16-bit products, 1.3-1.5x the float32 product's
+// speed on a Zen 3, docs/benchmarks.md). The activation and residual after it fuse as epilogues.
+Status rewrite_as_integer_anchor(Graph& graph, Node* node, const Dequantization& dq) {
+  Value* out = dq.mul->output(0);
+  const int64_t n = constant_data(node->input(1))->dim(1);
+  std::vector<Value*> inputs = {node->input(0), node->input(1), nullptr, nullptr, dq.x_scale, node->input(2),
+                                dq.w_scale_value, node->input(3)};
+  if (Node* add = bias_add_of(out, n)) {
+    const Use& use = out->uses()[0];
+    inputs[2] = add->input(1 - static_cast<size_t>(use.input_index));
+    out = add->output(0);
+  }
+  while (inputs.back() == nullptr) inputs.pop_back();
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "FusedMatMulInteger", std::move(inputs), out->name(),
+                                                  out->shape, DType::kF32, {}, node->name() + "_fused",
+                                                  std::string(kFusedDomain)));
+  // The replaced nodes (product, Cast, Mul, Add) die in dce.
+  graph.replace_all_uses(out, product);
   return Status::ok();
 }
 
@@ -293,6 +337,13 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
       continue;
     }
     const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, *constant_data(node->input(1))));
+    if (!conv && dq) {
+      OPFUSE_TRY(rewrite_as_integer_anchor(graph, node, *dq));
+      context.decide(application(std::string(kPass), str_cat("MatMulInteger '", node->name(), "' and its dequantization as opfuse::FusedMatMulInteger"),
+                                 {node->name()}, node->name() + "_fused"));
+      changed = true;
+      continue;
+    }
     OPFUSE_TRY(rewrite_integer_product(graph, node, dq));
     context.decide(application(std::string(kPass), str_cat(what, dq ? ", scales folded into its operands" : ""),
                                {node->name()}, node->name() + "_f32"));

@@ -1,4 +1,5 @@
-// Epilogue fusion: an anchor (Conv incl. depthwise, ConvTranspose, MatMul, Gemm) absorbs the elementwise op
+// Epilogue fusion: an anchor (Conv incl. depthwise, ConvTranspose, MatMul, Gemm,
+// opfuse::FusedMatMulInteger) absorbs the elementwise op
 // after it into an ordered post-op list (ops/fused.h), so the anchor's kernel applies it while
 // the output is still in cache instead of a separate pass over memory per op.
 //
@@ -35,17 +36,19 @@ namespace opfuse::patterns {
 namespace {
 
 struct AnchorSpec {
-  std::string_view onnx_op;   // "Conv"
+  std::string_view onnx_op;   // "Conv"; "" for an anchor that is born fused
   std::string_view fused_op;  // "FusedConv" (domain "opfuse")
 };
 constexpr AnchorSpec kAnchors[] = {{"Conv", "FusedConv"},
                                    {"ConvTranspose", "FusedConvTranspose"},
                                    {"MatMul", "FusedMatMul"},
-                                   {"Gemm", "FusedGemm"}};
+                                   {"Gemm", "FusedGemm"},
+                                   // integer_products_in_fp32 writes it (ops/integer_matmul.cc)
+                                   {"", "FusedMatMulInteger"}};
 
 const AnchorSpec* anchor_spec(const Node& node) {
   for (const AnchorSpec& a : kAnchors) {
-    if (node.domain().empty() ? node.op_type() == a.onnx_op
+    if (node.domain().empty() ? !a.onnx_op.empty() && node.op_type() == a.onnx_op
                               : node.domain() == kFusedDomain && node.op_type() == a.fused_op) {
       return &a;
     }
@@ -188,7 +191,8 @@ Pattern residual_pattern() {
 PatternNode anchor_tree() {
   std::string types;
   for (const AnchorSpec& a : kAnchors) {
-    types += str_cat(types.empty() ? "" : "|", a.onnx_op, "|", kFusedDomain, "::", a.fused_op);
+    if (!a.onnx_op.empty()) types += str_cat(types.empty() ? "" : "|", a.onnx_op);
+    types += str_cat("|", kFusedDomain, "::", a.fused_op);
   }
   return op(types).as("anchor");
 }

@@ -18,53 +18,76 @@ std::string weights(int64_t k, int64_t n, int lo, int hi) {
   return out;
 }
 
-// onnxruntime's form: per-column uint8 weight zero points, the sums dequantized by
-// Mul(Cast(sums), Mul(x_scale, w_scale)) (`scaled`), or only cast to float and biased.
-std::string quantized_graph(int64_t k, int64_t n, bool scaled) {
+// onnxruntime's form: per-column weight zero points (u8 weights, or i8 with `i8`), the sums
+// dequantized by Mul(Cast(sums), Mul(x_scale, w_scale)) (`scaled`; w_scale per column) and
+// biased, then `tail` ("Relu", "Gelu" ... or ""); or the sums only cast to float and biased.
+struct QuantizedProduct {
+  int64_t m = 6, k = 40, n = 24;
+  bool scaled = true;
+  bool i8 = false;
+  std::string tail;
+};
+
+std::string quantized_graph(const QuantizedProduct& q) {
+  const std::string wt = q.i8 ? "i8" : "u8";
   std::string zeros;
-  for (int64_t j = 0; j < n; ++j) zeros += str_cat(j ? ", " : "", 100 + j * 7 % 60);
-  return str_cat(R"(graph @main (%x: f32[6,)", k, R"(]) {
-  %wq: u8[)", k, ",", n, "] = const [", weights(k, n, 0, 255), R"(]
-  %wz: u8[)", n, "] = const [", zeros, R"(]
-  %ws: f32[)", n, "] = const [", weights(1, n, 1, 9), R"(]
-  %b: f32[)", n, "] = const [", weights(1, n, -3, 3), R"(]
+  for (int64_t j = 0; j < q.n; ++j) zeros += str_cat(j ? ", " : "", q.i8 ? -20 + j * 7 % 40 : 100 + j * 7 % 60);
+  const std::string sums = q.scaled ? R"(  %s = Mul(%xs, %ws)
+  %d = Mul(%accf, %s)
+  %a = Add(%d, %b)
+)"
+                                    : "  %a = Add(%accf, %b)\n";
+  const std::string tail = q.tail.empty() ? "  %y = Identity(%a)\n" : str_cat("  %y = ", q.tail, "(%a)\n");
+  return str_cat("graph @main (%x: f32[", q.m, ",", q.k, "]) {\n  %wq: ", wt, "[", q.k, ",", q.n, "] = const [",
+                 weights(q.k, q.n, q.i8 ? -128 : 0, q.i8 ? 127 : 255), "]\n  %wz: ", wt, "[", q.n, "] = const [", zeros,
+                 "]\n  %ws: f32[", q.n, "] = const [", weights(1, q.n, 1, 9), "]\n  %b: f32[", q.n, "] = const [",
+                 weights(1, q.n, -3, 3), R"(]
   %xq, %xs, %xz = DynamicQuantizeLinear(%x)
   %acc = MatMulInteger(%xq, %wq, %xz, %wz)
   %accf = Cast(%acc) {to = 1}
-)", scaled ? R"(  %s = Mul(%xs, %ws)
-  %d = Mul(%accf, %s)
-  %y = Add(%d, %b)
-)" : "  %y = Add(%accf, %b)\n", R"(  return %y
-}
-)");
+)", sums, tail, "  return %y\n}\n");
 }
 
-TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithItsScales) {
-  const std::string text = quantized_graph(40, 24, true);
+// x's values at the ends of u8's range once quantized (0 and 255 only).
+TensorMap extremes(const Graph& g) {
+  TensorMap in = random_inputs(g, 3);
+  float* x = in.at("x").data<float>();
+  for (int64_t i = 0; i < in.at("x").numel(); ++i) x[i] = i % 3 == 0 ? -7.5f : 2.5f;
+  return in;
+}
+
+// The product, its dequantization and bias become one opfuse::FusedMatMulInteger on cpu.gemm_i16:
+// the same float steps in the same order as eager mode, so bit for bit equal to it, here over
+// row tiles, K and N that do not divide into the kernel's (13 rows, odd K, a narrow last panel).
+TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductIsOneExactIntegerAnchor) {
+  const std::string text = quantized_graph({.m = 13, .k = 41, .n = 24, .tail = "Relu"});
   auto g = parse_graph(text);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
   ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "MatMulInteger"), 0) << print_graph(*g);
-  EXPECT_EQ(count_op(*g, "MatMul"), 1) << print_graph(*g);
-  // x's values and zero point to float; the sums' Cast is gone, and so is the Mul by the scales'
-  // product: x_scale multiplies x, w_scale is in the weights.
-  EXPECT_EQ(count_op(*g, "Cast"), 2) << print_graph(*g);
-  EXPECT_EQ(count_op(*g, "Mul"), 1) << print_graph(*g);
-  EXPECT_TRUE(decided(ctx, kRule, true, "scales folded into its operands"));
-  // The sums now add dequantized products: within float rounding of eager mode. At O2 and O3 the
-  // bias after the product is the GEMM's epilogue.
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
+  EXPECT_EQ(count_op(*g, "FusedMatMulInteger"), 1) << print_graph(*g);
+  for (std::string_view op : {"MatMulInteger", "Cast", "Mul", "Add"}) EXPECT_EQ(count_op(*g, op), 0) << op << "\n" << print_graph(*g);
+  EXPECT_TRUE(decided(ctx, kRule, true, "as opfuse::FusedMatMulInteger"));
+  for (const LevelRun& r : compile_at_every_level(text, 5, 7, 30, 1e30f)) {
+    SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
+    EXPECT_EQ(r.run.diff, 0.0);
+    EXPECT_EQ(r.run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(r.run.steps);
+    if (r.level >= OptLevel::kO2) {  // the Relu is the anchor's epilogue
+      for (const std::string& step : r.run.steps) EXPECT_FALSE(step.starts_with("Relu node")) << step;
+    }
+  }
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) EXPECT_EQ(compile_and_compare(text, level, extremes).diff, 0.0);
+}
+
+// Several K blocks (partial sums kept in Y between them), int8 weights at both ends of their
+// range, a row count below one tile and a tail the vector epilogue runs as a program (Gelu).
+TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
+  const std::string text = quantized_graph({.m = 5, .k = 1203, .n = 40, .i8 = true, .tail = "Gelu"});
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
     SCOPED_TRACE(static_cast<int>(level));
-    const CompiledRun run = compile_and_compare(text, level);
-    EXPECT_LE(run.diff, 1e-5);
-    EXPECT_EQ(run.steps_running("MatMulInteger node"), 0u) << ::testing::PrintToString(run.steps);
-    EXPECT_EQ(run.steps_running(level == OptLevel::kO1 ? "MatMul node" : "FusedMatMul node"), 1u)
-        << ::testing::PrintToString(run.steps);
-    if (level >= OptLevel::kO2) {  // no Mul or Add of its own after the product
-      for (const std::string& step : run.steps) {
-        EXPECT_FALSE(step.starts_with("Add node") || step.starts_with("Mul node")) << step;
-      }
+    for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
+      EXPECT_EQ(run.diff, 0.0);
+      EXPECT_EQ(run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
     }
   }
 }
@@ -72,13 +95,7 @@ TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductRunsAsAFloatMatMulWithIt
 // Sums only cast to float: computed exactly, also with x quantized to the ends of u8's range
 // (0 and 255 only).
 TEST(IntegerProductsInFp32, UnscaledSumsAreExact) {
-  const std::string text = quantized_graph(40, 8, false);
-  const auto extremes = [](const Graph& g) {
-    TensorMap in = random_inputs(g, 3);
-    float* x = in.at("x").data<float>();
-    for (int64_t i = 0; i < in.at("x").numel(); ++i) x[i] = i % 3 == 0 ? -7.5f : 2.5f;
-    return in;
-  };
+  const std::string text = quantized_graph({.n = 8, .scaled = false});
   for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
     SCOPED_TRACE(static_cast<int>(level));
     EXPECT_EQ(compile_and_compare(text, level).diff, 0.0);
@@ -225,7 +242,7 @@ TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
 
 TEST(IntegerProductsInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {
   PassContext ctx;
-  const Graph g = pipeline_without_rule(quantized_graph(8, 4, true), OptLevel::kO1, std::string(kRule), ctx);
+  const Graph g = pipeline_without_rule(quantized_graph({.k = 8, .n = 4}), OptLevel::kO1, std::string(kRule), ctx);
   EXPECT_EQ(count_op(g, "MatMulInteger"), 1) << print_graph(g);
   for (const PassDecision& d : ctx.decisions) EXPECT_NE(d.pass, kRule);
 }

@@ -1,0 +1,497 @@
+// "cpu.gemm_i16": Y[M, N] = post(float((A - a_zero)(B - b_zero)) * (a_scale * b_scale) + bias)
+// for opfuse::FusedMatMulInteger (ops/integer_matmul.cc) with a constant B
+// (kernels/cpu/integer_gemm_kernel.h).
+//
+// Why 16-bit multiply-adds: the u8 x s8 ones (vpmaddubsw, which MLAS uses below VNNI) saturate
+// their pair sums at 2^15, and 255 * 127 * 2 is more, so they are not exact. The operands less
+// their zero points lie in [-255, 255], whose products and pair sums vpmaddwd (16 x 16 -> 32 bits,
+// two products added) computes exactly, and int32 adds wrap as the reference's narrowing of its
+// int64 sums does: the sums are the reference's bit for bit, for any K. On a Zen 3 vpmaddwd +
+// vpaddd run 67 multiply-adds per ns against FMA's 46 (docs/benchmarks.md), and the weights take
+// half the bytes of float32 ones.
+//
+// The loop is cpu.gemm's (packed_gemm_kernel.cc): B - b_zero is packed once into panels of NR =
+// two int32 vectors' columns, K block by K block, each row of a panel holding two k's of its NR
+// columns interleaved ((k, k + 1) of column 0, then of column 1 ...), so that one vpmaddwd
+// multiplies a broadcast pair of A's row by the pair of every column and adds the two. A - a_zero
+// is copied per run into row-major int16 rows of even length (A's zero point is only known then:
+// DynamicQuantizeLinear computes it), so each broadcast is one 32-bit load. Sums of the K blocks
+// before the last stay, as int32, in Y's own memory. After the last block the accumulators are
+// converted to float, multiplied by their column's a_scale * b_scale, the bias is added, and
+// the epilogue runs over the stored tile while it is in L1: the same float steps, in the same
+// order, as the graph the anchor replaced, so the output is that graph's bit for bit.
+// cpu.gemm's prefetch of the next panel's block, tried here, changed nothing (BERT-base's
+// 128 x 3072 x 768 products: 3.28-3.38 ms with it, 3.34-3.40 without, alternating on a Zen 3).
+#ifndef OPFUSE_KERNELS_CPU_INTEGER_GEMM_KERNEL_DECLS_
+#define OPFUSE_KERNELS_CPU_INTEGER_GEMM_KERNEL_DECLS_
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/hwy_epilogue.h"
+#include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/integer_gemm_kernel.h"
+#include "kernels/target_caps.h"
+#include "ops/fused.h"
+
+namespace opfuse::hwy_cpu {
+// One call of the micro-kernel loop: rows of A times one panel's K block (row-major A and Y).
+struct IntTile {
+  const int32_t* a;  // the tile's first row of A - a_zero as int16 pairs, at the K block's first pair
+  size_t lda;        // pairs between rows of A
+  const int16_t* b;  // the panel's K block: `pairs` rows of 2 * NR int16, 64-byte aligned
+  size_t pairs;
+  float* c;          // Y's first element of the tile: int32 partial sums until the last K block
+  size_t ldc;
+  bool accumulate;   // add to the partial sums in Y instead of starting at zero
+  // Only on the last K block (else null):
+  const float* scale;  // NR floats: a_scale * b_scale of each column
+  const float* bias;   // NR floats, or null
+  const VectorEpilogue* epilogue;
+  const float* residual;
+  size_t ldr;
+};
+}  // namespace opfuse::hwy_cpu
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/integer_gemm_kernel.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/cpu/hwy_epilogue-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DI = hn::ScalableTag<int32_t>;
+using DFloat = hn::Repartition<float, DI>;
+using VI = hn::Vec<DI>;
+
+constexpr size_t kLanes = hn::MaxLanes(DI());
+constexpr size_t kPanel = 2 * kLanes;  // NR
+// MR: 4 * MR accumulator vectors would not fit; the odd-lane sums of ReorderWidenMulAccumulate
+// are unused on x86 (vpmaddwd adds each pair itself) and the compiler drops them, so, as in
+// cpu.gemm, 2 * MR accumulators + 2 B vectors + 1 broadcast fill the register file.
+constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
+
+size_t IntGemmPanelWidth() { return kPanel; }
+size_t IntGemmTileRows() { return kTileRows; }
+
+// The epilogue over a stored tile of kPanel columns (see cpu.gemm's EpilogueTile).
+HWY_NOINLINE void IntEpilogueTile(const IntTile& t, size_t rows) {
+  const VectorEpilogue& e = *t.epilogue;
+  const bool reads_residual = e.reads_residual && t.residual != nullptr;
+  if (!e.fast.empty()) {
+    const DFloat d;
+    for (size_t r = 0; r < rows; ++r) {
+      float* y = t.c + r * t.ldc;
+      const float* res = reads_residual ? t.residual + r * t.ldr : nullptr;
+      for (size_t v = 0; v < kPanel; v += kLanes) {
+        const auto x = hn::LoadU(d, y + v);
+        hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
+      }
+    }
+    return;
+  }
+  HWY_ALIGN float y[kTileRows * kPanel], res[kTileRows * kPanel];
+  HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
+  for (size_t r = 0; r < rows; ++r) {
+    std::memcpy(y + r * kPanel, t.c + r * t.ldc, kPanel * sizeof(float));
+    if (reads_residual) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, kPanel * sizeof(float));
+  }
+  RunEpilogue(e, y, reads_residual ? res : nullptr, rows * kPanel, slots);
+  for (size_t r = 0; r < rows; ++r) std::memcpy(t.c + r * t.ldc, y + r * kPanel, kPanel * sizeof(float));
+}
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane has no 16-bit pairs: the same sums and float steps in plain integers (uint32, whose
+// wrapping is the int32 adds' of the vector targets).
+template <size_t kRows>
+HWY_INLINE void Tile(const IntTile& t) {
+  uint32_t acc[kRows][kPanel];
+  int32_t* c = reinterpret_cast<int32_t*>(t.c);
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t j = 0; j < kPanel; ++j) acc[r][j] = t.accumulate ? static_cast<uint32_t>(c[r * t.ldc + j]) : 0u;
+  }
+  for (size_t p = 0; p < t.pairs; ++p) {
+    const int16_t* b = t.b + p * 2 * kPanel;
+    for (size_t r = 0; r < kRows; ++r) {
+      int16_t a[2];
+      std::memcpy(a, t.a + r * t.lda + p, sizeof(a));
+      for (size_t j = 0; j < kPanel; ++j) acc[r][j] += static_cast<uint32_t>(a[0] * b[2 * j] + a[1] * b[2 * j + 1]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t j = 0; j < kPanel; ++j) {
+      const int32_t sum = static_cast<int32_t>(acc[r][j]);
+      if (t.scale == nullptr) {
+        c[r * t.ldc + j] = sum;
+        continue;
+      }
+      float v = static_cast<float>(sum) * t.scale[j];
+      if (t.bias != nullptr) v += t.bias[j];
+      t.c[r * t.ldc + j] = v;
+    }
+  }
+  if (t.scale != nullptr && t.epilogue != nullptr) IntEpilogueTile(t, kRows);
+}
+#else
+// kRows x NR of Y: accumulate the K block's pairs in registers; store the int32 sums, or on the
+// last block the dequantized floats, then the epilogue.
+template <size_t kRows>
+HWY_INLINE void Tile(const IntTile& t) {
+  const DI di;
+  const hn::Repartition<int16_t, DI> dw;
+  const DFloat df;
+  int32_t* c = reinterpret_cast<int32_t*>(t.c);
+  VI acc0[kRows], acc1[kRows], odd0[kRows], odd1[kRows];
+  for (size_t r = 0; r < kRows; ++r) {
+    acc0[r] = t.accumulate ? hn::LoadU(di, c + r * t.ldc) : hn::Zero(di);
+    acc1[r] = t.accumulate ? hn::LoadU(di, c + r * t.ldc + kLanes) : hn::Zero(di);
+    odd0[r] = odd1[r] = hn::Zero(di);
+  }
+  const int16_t* HWY_RESTRICT b = t.b;
+  const int32_t* HWY_RESTRICT a = t.a;
+#pragma GCC unroll 4
+  for (size_t p = 0; p < t.pairs; ++p, b += 2 * kPanel) {
+    const auto b0 = hn::Load(dw, b), b1 = hn::Load(dw, b + 2 * kLanes);
+    for (size_t r = 0; r < kRows; ++r) {
+      const auto ar = hn::BitCast(dw, hn::Set(di, a[r * t.lda + p]));
+      acc0[r] = hn::ReorderWidenMulAccumulate(di, ar, b0, acc0[r], odd0[r]);
+      acc1[r] = hn::ReorderWidenMulAccumulate(di, ar, b1, acc1[r], odd1[r]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    acc0[r] = hn::RearrangeToOddPlusEven(acc0[r], odd0[r]);
+    acc1[r] = hn::RearrangeToOddPlusEven(acc1[r], odd1[r]);
+  }
+  if (t.scale == nullptr) {
+    for (size_t r = 0; r < kRows; ++r) {
+      hn::StoreU(acc0[r], di, c + r * t.ldc);
+      hn::StoreU(acc1[r], di, c + r * t.ldc + kLanes);
+    }
+    return;
+  }
+  const auto s0 = hn::LoadU(df, t.scale), s1 = hn::LoadU(df, t.scale + kLanes);
+  const auto z = hn::Zero(df);
+  const auto c0 = t.bias != nullptr ? hn::LoadU(df, t.bias) : z;
+  const auto c1 = t.bias != nullptr ? hn::LoadU(df, t.bias + kLanes) : z;
+  for (size_t r = 0; r < kRows; ++r) {
+    auto y0 = hn::Mul(hn::ConvertTo(df, acc0[r]), s0), y1 = hn::Mul(hn::ConvertTo(df, acc1[r]), s1);
+    // Added only when there is a bias: + 0 would turn the -0 of a zero sum times a negative scale into +0.
+    if (t.bias != nullptr) {
+      y0 = hn::Add(y0, c0);
+      y1 = hn::Add(y1, c1);
+    }
+    hn::StoreU(y0, df, t.c + r * t.ldc);
+    hn::StoreU(y1, df, t.c + r * t.ldc + kLanes);
+  }
+  if (t.epilogue != nullptr) IntEpilogueTile(t, kRows);
+}
+#endif
+
+template <size_t kRows>
+HWY_INLINE void TileOfRows(size_t rows, const IntTile& t) {
+  if constexpr (kRows > 0) {
+    if (rows == kRows) return Tile<kRows>(t);
+    TileOfRows<kRows - 1>(rows, t);
+  }
+}
+
+// `rows` rows of one panel's K block, of which the first `width` columns are Y's: the narrower
+// last panel goes through a tile-sized buffer, so no store or load reaches past Y's row.
+void IntGemmPanelRows(const IntTile& tile, size_t rows, size_t width) {
+  for (size_t r0 = 0; r0 < rows; r0 += kTileRows) {
+    const size_t n = std::min(kTileRows, rows - r0);
+    IntTile t = tile;
+    t.a += r0 * t.lda;
+    t.c += r0 * t.ldc;
+    if (t.residual != nullptr) t.residual += r0 * t.ldr;
+    HWY_ALIGN float c[kTileRows * kPanel], res[kTileRows * kPanel];
+    float* const y = t.c;
+    if (width < kPanel) {
+      std::fill(c, c + kTileRows * kPanel, 0.0f);
+      for (size_t r = 0; r < n; ++r) {
+        if (t.accumulate) std::memcpy(c + r * kPanel, y + r * t.ldc, width * sizeof(float));
+        if (t.residual != nullptr) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, width * sizeof(float));
+      }
+      t.c = c;
+      t.ldc = kPanel;
+      if (t.residual != nullptr) {
+        t.residual = res;
+        t.ldr = kPanel;
+      }
+    }
+    if (n == kTileRows) {
+      Tile<kTileRows>(t);
+    } else {
+      TileOfRows<kTileRows - 1>(n, t);
+    }
+    if (width < kPanel) {
+      for (size_t r = 0; r < n; ++r) std::memcpy(y + r * tile.ldc, c + r * kPanel, width * sizeof(float));
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse {
+namespace hwy_cpu {
+HWY_EXPORT(IntGemmPanelWidth);
+HWY_EXPORT(IntGemmTileRows);
+HWY_EXPORT(IntGemmPanelRows);
+}  // namespace hwy_cpu
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// Inputs of opfuse::FusedMatMulInteger (ops/integer_matmul.cc).
+constexpr size_t kA = 0, kB = 1, kBias = 2, kResidual = 3, kAScale = 4, kAZero = 5, kBScale = 6, kBZero = 7;
+
+// Below this many multiply-adds one thread does the product: waking a second costs more.
+constexpr int64_t kParallelMacs = int64_t{1} << 18;
+
+bool is_int8(DType t) { return t == DType::kU8 || t == DType::kI8; }
+
+// What the kernel reads from the node at creation.
+struct IntegerProduct {
+  int64_t m = 0, k = 0, n = 0;  // A's leading dims folded into M
+  DType a_dtype = DType::kU8;
+  const Tensor* b = nullptr;        // [K, N] u8/i8
+  const Tensor* b_zero = nullptr;   // one value or [N], or null
+  const Tensor* b_scale = nullptr;  // f32, one value or [N]
+  const Tensor* bias = nullptr;     // f32 [N], or null
+  std::vector<PostOp> epilogue;
+  bool has_residual = false;
+};
+
+// One value of a known shape (a scalar or [1]), or any shape when `n` matches its count.
+bool one_or(const Value* v, DType dtype, int64_t n) {
+  const auto dims = hwy_cpu::static_dims_of(v, dtype);
+  return dims && (numel_of(*dims) == 1 || (dims->size() == 1 && (*dims)[0] == n));
+}
+
+std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  if (node.domain() != kFusedDomain || node.outputs().size() != 1 || node.inputs().size() < kBScale + 1) {
+    return std::nullopt;
+  }
+  const auto constant = [&](size_t i) { return i < ctx.constants.size() ? ctx.constants[i] : nullptr; };
+  IntegerProduct p;
+  const Value* a = node.input(kA);
+  p.b = constant(kB);
+  if (a == nullptr || !is_int8(a->dtype) || p.b == nullptr || !is_int8(p.b->dtype()) || p.b->rank() != 2) {
+    return std::nullopt;
+  }
+  p.a_dtype = a->dtype;
+  const auto a_dims = hwy_cpu::static_dims_of(a, a->dtype);
+  const auto y_dims = hwy_cpu::static_dims_of(node.output(0));
+  p.k = p.b->dim(0);
+  p.n = p.b->dim(1);
+  if (!a_dims || !y_dims || a_dims->empty() || p.k <= 0 || p.n <= 0 || a_dims->back() != p.k) return std::nullopt;
+  p.m = numel_of(*a_dims) / p.k;
+  if (p.m < 1 || numel_of(*y_dims) != p.m * p.n) return std::nullopt;
+  // a_scale and a_zero are computed at run time (DynamicQuantizeLinear): one value each.
+  if (!one_or(node.input(kAScale), DType::kF32, 1)) return std::nullopt;
+  if (node.has_input(kAZero) && !one_or(node.input(kAZero), a->dtype, 1)) return std::nullopt;
+  p.b_scale = constant(kBScale);
+  if (p.b_scale == nullptr || p.b_scale->dtype() != DType::kF32 ||
+      (p.b_scale->numel() != 1 && (p.b_scale->rank() != 1 || p.b_scale->numel() != p.n))) {
+    return std::nullopt;
+  }
+  if (node.has_input(kBZero)) {
+    p.b_zero = constant(kBZero);
+    if (p.b_zero == nullptr || p.b_zero->dtype() != p.b->dtype() ||
+        (p.b_zero->numel() != 1 && (p.b_zero->rank() != 1 || p.b_zero->numel() != p.n))) {
+      return std::nullopt;
+    }
+  }
+  if (node.has_input(kBias)) {
+    p.bias = constant(kBias);  // a computed bias is left to the reference kernel
+    if (p.bias == nullptr || p.bias->dtype() != DType::kF32 || p.bias->dims() != Dims{p.n}) return std::nullopt;
+  }
+  auto epilogue = read_epilogue(node);
+  if (!epilogue.is_ok() || !hwy_cpu::vector_epilogue(*epilogue)) return std::nullopt;
+  int adds = 0;
+  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
+  p.has_residual = node.has_input(kResidual);
+  if (adds != (p.has_residual ? 1 : 0)) return std::nullopt;
+  if (p.has_residual && hwy_cpu::static_dims_of(node.input(kResidual)) != *y_dims) return std::nullopt;
+  p.epilogue = std::move(*epilogue);
+  return p;
+}
+
+class IntegerGemmKernel final : public Kernel {
+ public:
+  explicit IntegerGemmKernel(const IntegerProduct& p)
+      : m_(p.m), k_(p.k), n_(p.n), a_dtype_(p.a_dtype), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)),
+        has_residual_(p.has_residual) {
+    nr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::IntGemmPanelWidth)());
+    mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::IntGemmTileRows)());
+    panels_ = (n_ + nr_ - 1) / nr_;
+    k_even_ = (k_ + 1) / 2 * 2;
+    choose_blocks(active_target());
+    pack(p);
+    b_scale_.assign(static_cast<size_t>(panels_ * nr_), 0.0f);
+    for (int64_t j = 0; j < n_; ++j) b_scale_[j] = p.b_scale->data<float>()[p.b_scale->numel() == 1 ? 0 : j];
+    if (p.bias != nullptr) {
+      bias_.assign(static_cast<size_t>(panels_ * nr_), 0.0f);
+      std::copy(p.bias->data<float>(), p.bias->data<float>() + n_, bias_.begin());
+    }
+  }
+
+  std::string_view name() const override { return "cpu.gemm_i16"; }
+  std::string implementation() const override {
+    return str_cat(highway_dispatch_target(), " ", mr_, "x", nr_, " kc ", kc_);
+  }
+
+  Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    const auto input = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
+    const Tensor* a = input(kA);
+    const Tensor* a_scale = input(kAScale);
+    const Tensor* a_zero = input(kAZero);
+    const Tensor* residual = has_residual_ ? input(kResidual) : nullptr;
+    if (a == nullptr || a->dtype() != a_dtype_ || a->numel() != m_ * k_ || a_scale == nullptr ||
+        a_scale->dtype() != DType::kF32 || a_scale->numel() != 1 ||
+        (a_zero != nullptr && (a_zero->dtype() != a_dtype_ || a_zero->numel() != 1)) ||
+        (has_residual_ && (residual == nullptr || residual->dtype() != DType::kF32 || residual->numel() != m_ * n_)) ||
+        out.empty() || out[0] == nullptr || out[0]->dtype() != DType::kF32 || out[0]->numel() != m_ * n_) {
+      return Status::internal_error("cpu.gemm_i16: an operand does not have its planned shape");
+    }
+    const int32_t az = a_zero == nullptr ? 0 : static_cast<int32_t>(a_zero->get_int(0));
+    // The replaced graph's Mul(a_scale, b_scale), per column.
+    std::vector<float> scale(b_scale_.size());
+    const float as = a_scale->data<float>()[0];
+    for (size_t j = 0; j < scale.size(); ++j) scale[j] = as * b_scale_[j];
+    auto a16 = hwy::AllocateAligned<int16_t>(static_cast<size_t>(m_ * k_even_));
+    float* y = out[0]->data<float>();
+    const int64_t threads = m_ * n_ * k_ >= kParallelMacs ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(static_cast<int>(threads)) if (threads > 1)
+    {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < m_; ++r) {
+        int16_t* to = a16.get() + r * k_even_;
+        if (a_dtype_ == DType::kU8) {
+          const uint8_t* from = a->data<uint8_t>() + r * k_;
+          for (int64_t i = 0; i < k_; ++i) to[i] = static_cast<int16_t>(int32_t{from[i]} - az);
+        } else {
+          const int8_t* from = a->data<int8_t>() + r * k_;
+          for (int64_t i = 0; i < k_; ++i) to[i] = static_cast<int16_t>(int32_t{from[i]} - az);
+        }
+        if (k_even_ != k_) to[k_] = 0;
+      }
+      // (the loop's barrier: every row is converted before any tile reads it)
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      // Split the panels when there are enough for every thread, else the rows in whole tiles.
+      int64_t p0 = 0, p1 = panels_, r0 = 0, r1 = m_;
+      if (panels_ >= 2 * nt || m_ < nt * mr_) {
+        p0 = panels_ * t / nt;
+        p1 = panels_ * (t + 1) / nt;
+      } else {
+        const int64_t tiles = (m_ + mr_ - 1) / mr_;
+        r0 = std::min(m_, tiles * t / nt * mr_);
+        r1 = std::min(m_, tiles * (t + 1) / nt * mr_);
+      }
+      run_block(reinterpret_cast<const int32_t*>(a16.get()), scale.data(), residual ? residual->data<float>() : nullptr,
+                y, p0, p1, r0, r1);
+    }
+    return Status::ok();
+  }
+
+ private:
+  // kc: one panel's K block (kc x NR int16) fills half of L1; mc: A's block (mc x kc int16)
+  // half of L2 (cpu.gemm's rule, with 2-byte elements). Both in k, even.
+  void choose_blocks(const Target& target) {
+    const int64_t l1 = target.l1d_bytes > 0 ? target.l1d_bytes : 32 * 1024;
+    const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
+    const int64_t kc_max = std::max<int64_t>(64, l1 / 2 / (nr_ * 2));
+    const int64_t k_blocks = (k_even_ + kc_max - 1) / kc_max;
+    kc_ = ((k_even_ + k_blocks - 1) / k_blocks + 1) / 2 * 2;
+    mc_ = std::max(mr_, l2 / 2 / (kc_ * 2) / mr_ * mr_);
+  }
+
+  // Block [k0, k0 + kc) of every panel in turn (cpu.gemm's order), each as kc / 2 rows of 2 * NR int16.
+  const int16_t* panel_block(int64_t p, int64_t k0, int64_t kc) const {
+    return packed_.get() + (k0 * panels_ + p * kc) * nr_;
+  }
+
+  void pack(const IntegerProduct& p) {
+    const size_t total = static_cast<size_t>(panels_ * k_even_ * nr_);
+    packed_ = hwy::AllocateAligned<int16_t>(total);
+    std::fill(packed_.get(), packed_.get() + total, int16_t{0});
+    for (int64_t i = 0; i < k_; ++i) {
+      const int64_t k0 = i / kc_ * kc_, kc = std::min(kc_, k_even_ - k0), pair = (i - k0) / 2, half = (i - k0) % 2;
+      for (int64_t j = 0; j < n_; ++j) {
+        const int64_t zero = p.b_zero == nullptr ? 0 : p.b_zero->get_int(p.b_zero->numel() == 1 ? 0 : j);
+        const int64_t panel = j / nr_, col = j % nr_;
+        packed_[static_cast<size_t>((k0 * panels_ + panel * kc) * nr_ + pair * 2 * nr_ + 2 * col + half)] =
+            static_cast<int16_t>(p.b->get_int(i * n_ + j) - zero);
+      }
+    }
+  }
+
+  // Rows [r0, r1) x panels [p0, p1) of Y: one thread's share.
+  void run_block(const int32_t* a, const float* scale, const float* residual, float* y, int64_t p0, int64_t p1,
+                 int64_t r0, int64_t r1) const {
+    const int64_t lda = k_even_ / 2;
+    for (int64_t k0 = 0; k0 < k_even_; k0 += kc_) {
+      const int64_t kc = std::min(kc_, k_even_ - k0);
+      const bool last = k0 + kc == k_even_;
+      for (int64_t i0 = r0; i0 < r1; i0 += mc_) {
+        const int64_t rows = std::min(mc_, r1 - i0);
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t col = p * nr_;
+          hwy_cpu::IntTile tile{};
+          tile.a = a + i0 * lda + k0 / 2;
+          tile.lda = static_cast<size_t>(lda);
+          tile.b = panel_block(p, k0, kc);
+          tile.pairs = static_cast<size_t>(kc / 2);
+          tile.c = y + i0 * n_ + col;
+          tile.ldc = static_cast<size_t>(n_);
+          tile.accumulate = k0 > 0;
+          if (last) {
+            tile.scale = scale + col;
+            tile.bias = bias_.empty() ? nullptr : bias_.data() + col;
+            tile.epilogue = epilogue_.empty() ? nullptr : &epilogue_;
+            tile.residual = residual != nullptr ? residual + i0 * n_ + col : nullptr;
+            tile.ldr = static_cast<size_t>(n_);
+          }
+          HWY_DYNAMIC_DISPATCH(hwy_cpu::IntGemmPanelRows)(tile, static_cast<size_t>(rows),
+                                                          static_cast<size_t>(std::min(nr_, n_ - col)));
+        }
+      }
+    }
+  }
+
+  int64_t m_, k_, n_;
+  DType a_dtype_;
+  hwy_cpu::VectorEpilogue epilogue_;
+  bool has_residual_;
+  int64_t nr_ = 0, mr_ = 0, panels_ = 0, k_even_ = 0, kc_ = 0, mc_ = 0;
+  hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
+  std::vector<float> b_scale_, bias_;  // per column, padded to whole panels
+};
+
+bool supports(const KernelCompileContext& ctx) { return product_of(ctx).has_value(); }
+
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  auto p = product_of(ctx);
+  if (!p) return Status::internal_error(str_cat(ctx.node.describe(), ": not a cpu.gemm_i16 node"));
+  return std::unique_ptr<Kernel>(std::make_unique<IntegerGemmKernel>(*p));
+}
+
+}  // namespace
+
+KernelImpl integer_gemm_kernel() { return {"cpu.gemm_i16", "FusedMatMulInteger", supports, create}; }
+
+}  // namespace opfuse
+#endif  // HWY_ONCE
