@@ -31,11 +31,11 @@
 // and activation after it fuse as in a float model. Within float rounding of eager mode, no
 // longer exact: the sums add dequantized products.
 //
-// Either product without that Mul becomes a float32 MatMul / Conv of Cast(xq) - Cast(z) by
-// Wq - Wz, whose Casts then cast float32 to float32: exact while every partial sum stays below
-// 2^24 in magnitude (the operands are integers below 2^8, products below 2^17, and float32 adds
-// integers exactly up to there). Beyond, the sum is off by its float rounding (relative 6e-8 per
-// addition), as the Cast of a larger int32 to float would round it too.
+// Without that Mul, MatMulInteger becomes the same anchor with scales of 1 (still exact), read by
+// the Casts, now float32 to float32; ConvInteger a float32 Conv of Cast(xq) - Cast(z) by Wq - Wz,
+// exact while every partial sum stays below 2^24 in magnitude (the operands are integers below
+// 2^8, products below 2^17, and float32 adds integers exactly up to there; beyond, the sum is off
+// by its float rounding, relative 6e-8 per addition, as the Cast of a larger int32 would round it).
 // `--disable integer_products_in_fp32` keeps the integer kernels.
 #include <optional>
 
@@ -165,10 +165,20 @@ Value* add_scalar(Graph& graph, const std::string& name, float v) {
   return graph.add_constant(graph.unique_value_name(name), Tensor::scalar<float>(v));
 }
 
-// MatMulInteger / ConvInteger `node` (refusal_reason passed) as a float product; `dq`: the
-// dequantization its scales fold out of.
-Status rewrite_integer_product(Graph& graph, Node* node, const std::optional<Dequantization>& dq) {
-  const bool conv = is_conv(*node);
+// `product` (f32) read where the integer sums `y` were: by the readers of the dequantizing Mul when
+// there is one (it, the Cast and the integer node die in dce), else by the Casts, which now cast
+// float32 to float32 and which simplify drops (a graph output keeps its name that way).
+void read_product_instead(Graph& graph, Value* y, const std::optional<Dequantization>& dq, Value* product) {
+  if (dq) {
+    graph.replace_all_uses(dq->mul->output(0), product);
+    return;
+  }
+  for (const Use& use : std::vector<Use>(y->uses())) graph.set_input(use.node, static_cast<size_t>(use.input_index), product);
+}
+
+// ConvInteger `node` (refusal_reason passed) as a float Conv; `dq`: the dequantization its
+// scales fold out of.
+Status rewrite_as_float_conv(Graph& graph, Node* node, const std::optional<Dequantization>& dq) {
   OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, *constant_data(node->input(1)), constant_data(node->input(3)),
                                                   dq ? dq->w_scale : nullptr));
   Value* weights = graph.add_constant(graph.unique_value_name(node->input(1)->name() + "_f32"), std::move(w));
@@ -181,16 +191,10 @@ Status rewrite_integer_product(Graph& graph, Node* node, const std::optional<Deq
     OPFUSE_ASSIGN_OR_RETURN(a, add_op(graph, "Mul", {a, dq->x_scale}, a->name(), a->shape));
   }
   Value* y = node->output(0);
-  // A Conv keeps ConvInteger's attributes (pads, strides, dilations, group, kernel_shape, auto_pad).
-  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, conv ? "Conv" : "MatMul", {a, weights}, y->name(), y->shape,
-                                                  DType::kF32, conv ? node->attrs : Attributes{}, node->name() + "_f32"));
-  if (dq) {
-    // The dequantizing Mul's readers read the product; it, the Cast and the integer product die in dce.
-    graph.replace_all_uses(dq->mul->output(0), product);
-  } else {
-    // The Casts now cast float32 to float32, which simplify drops; the integer product dies in dce.
-    for (const Use& use : std::vector<Use>(y->uses())) graph.set_input(use.node, static_cast<size_t>(use.input_index), product);
-  }
+  // The Conv keeps ConvInteger's attributes (pads, strides, dilations, group, kernel_shape, auto_pad).
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "Conv", {a, weights}, y->name(), y->shape, DType::kF32,
+                                                  node->attrs, node->name() + "_f32"));
+  read_product_instead(graph, y, dq, product);
   return Status::ok();
 }
 
@@ -208,17 +212,18 @@ Node* bias_add_of(const Value* product, int64_t n) {
   return add;
 }
 
-// MatMulInteger `node` (refusal_reason passed) whose sums onnxruntime's dequantization `dq` reads,
-// as one opfuse::FusedMatMulInteger (ops/integer_matmul.cc) that also takes the bias Add after
-// it: the same float steps in the same order, so bit for bit, on an integer kernel
-// (kernels/cpu/integer_gemm_kernel.cc: exact 16-bit products, 1.3-1.5x the float32 product's
-// speed on a Zen 3, docs/benchmarks.md). The activation and residual after it fuse as epilogues.
-Status rewrite_as_integer_anchor(Graph& graph, Node* node, const Dequantization& dq) {
-  Value* out = dq.mul->output(0);
-  const int64_t n = constant_data(node->input(1))->dim(1);
-  std::vector<Value*> inputs = {node->input(0), node->input(1), nullptr, nullptr, dq.x_scale, node->input(2),
-                                dq.w_scale_value, node->input(3)};
-  if (Node* add = bias_add_of(out, n)) {
+// MatMulInteger `node` (refusal_reason passed) as one opfuse::FusedMatMulInteger
+// (ops/integer_matmul.cc) on an exact integer kernel (kernels/cpu/integer_gemm_kernel.cc). With
+// onnxruntime's dequantization `dq` it takes the scales, and the bias Add after it: the same
+// float steps in the same order, so bit for bit; the activation and residual after it fuse as
+// epilogues. Without, its scales are 1, so it returns what the Casts made of the sums.
+Status rewrite_as_integer_anchor(Graph& graph, Node* node, const std::optional<Dequantization>& dq) {
+  Value* y = node->output(0);
+  Value* one = dq ? nullptr : add_scalar(graph, node->name() + "_unit_scale", 1.0f);
+  std::vector<Value*> inputs = {node->input(0), node->input(1), nullptr, nullptr, dq ? dq->x_scale : one,
+                                node->input(2), dq ? dq->w_scale_value : one, node->input(3)};
+  Value* out = dq ? dq->mul->output(0) : y;
+  if (Node* add = dq ? bias_add_of(out, constant_data(node->input(1))->dim(1)) : nullptr) {
     const Use& use = out->uses()[0];
     inputs[2] = add->input(1 - static_cast<size_t>(use.input_index));
     out = add->output(0);
@@ -227,8 +232,11 @@ Status rewrite_as_integer_anchor(Graph& graph, Node* node, const Dequantization&
   OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "FusedMatMulInteger", std::move(inputs), out->name(),
                                                   out->shape, DType::kF32, {}, node->name() + "_fused",
                                                   std::string(kFusedDomain)));
-  // The replaced nodes (product, Cast, Mul, Add) die in dce.
-  graph.replace_all_uses(out, product);
+  if (dq) {
+    graph.replace_all_uses(out, product);  // the Mul, the Add, the Cast and the product die in dce
+  } else {
+    read_product_instead(graph, y, std::nullopt, product);
+  }
   return Status::ok();
 }
 
@@ -331,22 +339,19 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
     }
     if (node->op_type() != "MatMulInteger" && node->op_type() != "ConvInteger") continue;
     const bool conv = is_conv(*node);
-    const std::string what = str_cat(node->op_type(), " '", node->name(), "' as a float32 ", conv ? "Conv" : "MatMul");
+    const std::string what = str_cat(node->op_type(), " '", node->name(), conv ? "' as a float32 Conv" : "' as opfuse::FusedMatMulInteger");
     if (const std::string reason = refusal_reason(*node, context.target); !reason.empty()) {
       context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
       continue;
     }
     const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, *constant_data(node->input(1))));
-    if (!conv && dq) {
-      OPFUSE_TRY(rewrite_as_integer_anchor(graph, node, *dq));
-      context.decide(application(std::string(kPass), str_cat("MatMulInteger '", node->name(), "' and its dequantization as opfuse::FusedMatMulInteger"),
-                                 {node->name()}, node->name() + "_fused"));
-      changed = true;
-      continue;
+    if (conv) {
+      OPFUSE_TRY(rewrite_as_float_conv(graph, node, dq));
+    } else {
+      OPFUSE_TRY(rewrite_as_integer_anchor(graph, node, dq));
     }
-    OPFUSE_TRY(rewrite_integer_product(graph, node, dq));
-    context.decide(application(std::string(kPass), str_cat(what, dq ? ", scales folded into its operands" : ""),
-                               {node->name()}, node->name() + "_f32"));
+    context.decide(application(std::string(kPass), str_cat(what, dq ? (conv ? ", scales folded into its operands" : ", with its dequantization") : ""),
+                               {node->name()}, node->name() + (conv ? "_f32" : "_fused")));
     changed = true;
   }
   if (changed) OPFUSE_TRY(graph.topological_sort());

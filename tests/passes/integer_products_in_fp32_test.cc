@@ -1,7 +1,8 @@
 // integer_products_in_fp32 (passes/integer_products_in_fp32.cc): ONNX Runtime's dynamically
 // quantized products (DynamicQuantizeLinear -> MatMulInteger / ConvInteger -> Cast -> Mul) run as
-// float32 MatMuls and (below VNNI) Convs from O1 up, matching eager mode's integer reference
-// kernels; refused where the int32 sums are read as integers; switched off by name.
+// opfuse::FusedMatMulInteger on cpu.gemm_i16 (bit for bit) and (below VNNI) float32 Convs from O1
+// up, matching eager mode's integer reference kernels; refused where the int32 sums are read as
+// integers; switched off by name.
 #include "graph_test_util.h"
 #include "ir/text_format.h"
 #include "pipelines/pipeline.h"
@@ -92,14 +93,19 @@ TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
   }
 }
 
-// Sums only cast to float: computed exactly, also with x quantized to the ends of u8's range
-// (0 and 255 only).
+// Sums only cast to float: the anchor with scales of 1, exact, also with x quantized to the ends
+// of u8's range and sums beyond 2^24 (K = 1203 at the extremes), where a float32 product's partial
+// sums would round and the Cast of the exact int32 sum rounds once.
 TEST(IntegerProductsInFp32, UnscaledSumsAreExact) {
-  const std::string text = quantized_graph({.n = 8, .scaled = false});
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
-    SCOPED_TRACE(static_cast<int>(level));
-    EXPECT_EQ(compile_and_compare(text, level).diff, 0.0);
-    EXPECT_EQ(compile_and_compare(text, level, extremes).diff, 0.0);
+  for (int64_t k : {40, 1203}) {
+    const std::string text = quantized_graph({.k = k, .n = 8, .scaled = false});
+    for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+      SCOPED_TRACE(str_cat("K ", k, " level ", static_cast<int>(level)));
+      for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
+        EXPECT_EQ(run.diff, 0.0);
+        EXPECT_EQ(run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
+      }
+    }
   }
 }
 
