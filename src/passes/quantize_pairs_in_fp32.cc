@@ -4,14 +4,18 @@
 // quantized op reads, and DequantizeLinear on the constant weights (which constant_fold turns
 // into float weights). The pair rounds x to the quantization grid; as float ops
 //
-//     t = x / s
-//     q = Where(IsNaN(t), lo, Clip(Round(t) + z, lo, hi))    (QuantizeLinear: NaN to the lowest)
-//     y = (q - z) * s                                          (DequantizeLinear)
+//     q = Clip(Round(x / s) + z, lo, hi)                         (QuantizeLinear, NaN still NaN)
+//     y = (Shrink(q - lo) + (lo - z)) * s                       (NaN to the lowest, then DequantizeLinear)
 //
-// it is exactly what the two reference kernels compute (the same division, rounding half to even,
-// saturation and single-rounding dequantization), but elementwise: region fusion makes it one
+// Shrink with lambd = bias = 0 is x for every x but 0 and NaN, which it makes 0 (ONNX: "otherwise
+// 0"), so Shrink(q - lo) + lo is q with NaN turned into the lowest step, as QuantizeLinear's
+// saturating conversion does, and the sum is q - z (integers below 2^9: exact). That is exactly
+// what the two reference kernels compute (the same division, rounding half to even, saturation
+// and single-rounding dequantization), but in float ops only: region fusion makes it one
 // generated kernel, and at O3 it stays in the blocked layout between convs, where the reference
-// QuantizeLinear ran scalar on the plain layout (ResNet-50 in QDQ form: 53% of its run).
+// QuantizeLinear ran scalar on the plain layout (ResNet-50 in QDQ form: 53% of its run). (The
+// NaN step was first Where(IsNaN(x / s), lo, q): its bool value kept two kernels and their
+// reorders out of the f32 regions, 25 ms of a ResNet-50's 90.)
 // The QuantizeLinear stays when something else reads its integers.
 #include <optional>
 
@@ -75,20 +79,22 @@ Result<bool> run_quantize_pairs_in_fp32_pass(Graph& graph, PassContext& context)
     const auto constant = [&](const char* what, float v) {
       return graph.add_constant(graph.unique_value_name(str_cat(base, "_", what)), Tensor::scalar<float>(v));
     };
-    const auto op = [&](const char* type, std::vector<Value*> inputs, DType dtype) -> Result<Value*> {
-      OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(str_cat(base, "_", type))}));
+    const auto op = [&](const char* type, std::vector<Value*> inputs, DType dtype, Attributes attrs = {}) -> Result<Value*> {
+      OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(str_cat(base, "_", type))},
+                                                       std::move(attrs)));
       n->output(0)->dtype = dtype;
       n->output(0)->shape = x->shape;
       return n->output(0);
     };
-    Value *lo = constant("low", u8 ? 0.0f : -128.0f), *zero = constant("zero", z), *scale = constant("scale", s);
+    const float low = u8 ? 0.0f : -128.0f;
+    Value *lo = constant("low", low), *zero = constant("zero", z), *scale = constant("scale", s);
     OPFUSE_ASSIGN_OR_RETURN(Value * t, op("Div", {x, scale}, DType::kF32));
     OPFUSE_ASSIGN_OR_RETURN(Value * r, op("Round", {t}, DType::kF32));
     OPFUSE_ASSIGN_OR_RETURN(r, op("Add", {r, zero}, DType::kF32));
     OPFUSE_ASSIGN_OR_RETURN(r, op("Clip", {r, lo, constant("high", u8 ? 255.0f : 127.0f)}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(Value * nan, op("IsNaN", {t}, DType::kBool));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Where", {nan, lo, r}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Sub", {r, zero}, DType::kF32));
+    OPFUSE_ASSIGN_OR_RETURN(r, op("Sub", {r, lo}, DType::kF32));
+    OPFUSE_ASSIGN_OR_RETURN(r, op("Shrink", {r}, DType::kF32, {{"lambd", AttrValue(0.0f)}, {"bias", AttrValue(0.0f)}}));
+    OPFUSE_ASSIGN_OR_RETURN(r, op("Add", {r, constant("low_less_zero", low - z)}, DType::kF32));
     OPFUSE_ASSIGN_OR_RETURN(Value * y, op("Mul", {r, scale}, DType::kF32));
     // y takes over the DequantizeLinear's readers and name (a graph output keeps its name).
     Value* old = dq->output(0);
