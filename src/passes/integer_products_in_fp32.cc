@@ -1,7 +1,7 @@
 // Integer products with constant weights, off the integer reference loops: MatMulInteger with
 // its dequantization as one opfuse::FusedMatMulInteger (an exact integer kernel that returns
-// the dequantized floats), below VNNI ConvInteger as a float32 Conv, and QLinearMatMul /
-// QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
+// the dequantized floats), below VNNI ConvInteger as a float32 Conv, QLinearMatMul as that
+// anchor and QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
 // (quantize_dynamic, and the "*_quantized.onnx" models made with it) writes each weight product as
 //
 //   xq, s, z = DynamicQuantizeLinear(x)
@@ -37,6 +37,7 @@
 // 2^8, products below 2^17, and float32 adds integers exactly up to there; beyond, the sum is off
 // by its float rounding, relative 6e-8 per addition, as the Cast of a larger int32 would round it).
 // `--disable integer_products_in_fp32` keeps the integer kernels.
+#include <cmath>
 #include <optional>
 
 #include "ops/fused.h"
@@ -242,11 +243,13 @@ Status rewrite_as_integer_anchor(Graph& graph, Node* node, const std::optional<D
 
 // ---- QLinearConv / QLinearMatMul (static quantization's operator form) -----------------------
 //
-// y = saturate(round((x - x_zero) * x_scale (*) (W - W_zero) * W_scale + B * x_scale * W_scale) / y_scale) + y_zero)
-// as float ops: the dequantized x (Cast, Sub, Mul), a float Conv / MatMul of the dequantized
-// constant weights (and bias), then QuantizeLinear's steps (Div, Round, Add, Clip, Cast). The
-// reference kernels multiply the exact int32 sums by x_scale * W_scale / y_scale instead, so a
-// value rounding at a half step may come out one quantization step apart.
+// y = saturate(round((x - x_zero) (*) (W - W_zero) * x_scale * W_scale / y_scale) + y_zero)
+// (QLinearConv adds its int32 bias to the sums). QLinearMatMul becomes opfuse::FusedMatMulInteger
+// with the reference's multiplier x_scale * W_scale / y_scale as its per-column scale, then
+// QuantizeLinear's steps (Round, Add, Clip, Cast): bit for bit the reference. QLinearConv
+// becomes the dequantized x (Cast, Sub, Mul), a float Conv of the dequantized constant weights
+// and bias, a Div by y_scale and the same steps: the float sums may put a value that the
+// reference rounds at a half step one quantization step away.
 constexpr int kQX = 0, kQXScale = 1, kQXZero = 2, kQW = 3, kQWScale = 4, kQWZero = 5, kQYScale = 6, kQYZero = 7,
               kQBias = 8;
 
@@ -277,13 +280,19 @@ std::string qlinear_refusal_reason(const Node& node) {
     const Tensor* b = constant_data(node.input(kQBias));
     if (b == nullptr || b->numel() != channels) return "the bias is not a constant of one value per output channel";
   }
+  // Float steps of a NaN or infinite multiplier would not saturate as the reference does.
+  for (int i : {kQXScale, kQWScale, kQYScale}) {
+    const Tensor* t = constant_data(node.input(static_cast<size_t>(i)));
+    for (int64_t j = 0; j < t->numel(); ++j) {
+      const double v = t->get_double(j);
+      if (!std::isfinite(v) || (i == kQYScale && v == 0)) return str_cat("input ", i, " has a scale that is not finite (or a zero y_scale)");
+    }
+  }
   return "";
 }
 
-Status rewrite_qlinear(Graph& graph, Node* node) {
-  const bool conv = node->op_type() == "QLinearConv";
-  const auto scalar = [&](int i) { return static_cast<float>(constant_data(node->input(static_cast<size_t>(i)))->get_double(0)); };
-  const float x_scale = scalar(kQXScale), x_zero = scalar(kQXZero), y_scale = scalar(kQYScale), y_zero = scalar(kQYZero);
+// The dequantized product y_scale-scaled (before rounding) of a QLinearConv: a float Conv.
+Result<Value*> qlinear_conv_as_float(Graph& graph, Node* node, float x_scale, float x_zero, float y_scale) {
   OPFUSE_ASSIGN_OR_RETURN(Tensor w_scale, constant_data(node->input(kQWScale))->cast(DType::kF32));
   OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, *constant_data(node->input(kQW)),
                                                   constant_data(node->input(kQWZero)), &w_scale));
@@ -293,7 +302,7 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
   OPFUSE_ASSIGN_OR_RETURN(xf, add_op(graph, "Sub", {xf, add_scalar(graph, base + "_x_zero", x_zero)}, base, x->shape));
   OPFUSE_ASSIGN_OR_RETURN(xf, add_op(graph, "Mul", {xf, add_scalar(graph, base + "_x_scale", x_scale)}, base, x->shape));
   std::vector<Value*> inputs = {xf, graph.add_constant(graph.unique_value_name(base + "_weights"), std::move(w))};
-  if (conv && node->input(kQBias) != nullptr) {
+  if (node->input(kQBias) != nullptr) {
     const Tensor& b = *constant_data(node->input(kQBias));
     std::vector<float> bias(static_cast<size_t>(b.numel()));
     for (int64_t m = 0; m < b.numel(); ++m) {
@@ -301,11 +310,45 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
     }
     inputs.push_back(graph.add_constant(graph.unique_value_name(base + "_bias"), Tensor::from_vector<float>({b.numel()}, bias)));
   }
+  const Value* y = node->output(0);
+  OPFUSE_ASSIGN_OR_RETURN(Value * q, add_op(graph, "Conv", inputs, base, y->shape, DType::kF32, node->attrs));
+  return add_op(graph, "Div", {q, add_scalar(graph, base + "_y_scale", y_scale)}, base, y->shape);
+}
+
+// The same of a QLinearMatMul, exactly as the reference: opfuse::FusedMatMulInteger's exact sums
+// times the reference's f32 multiplier x_scale * w_scale / y_scale per column (its a_scale 1).
+Result<Value*> qlinear_matmul_as_integer_anchor(Graph& graph, Node* node, float x_scale, float y_scale) {
+  const Tensor& w_scale = *constant_data(node->input(kQWScale));
+  const int64_t n = constant_data(node->input(kQW))->dim(1);
+  std::vector<float> multiplier(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    const float ws = static_cast<float>(w_scale.get_double(w_scale.numel() == 1 ? 0 : j));
+    multiplier[j] = x_scale * ws / y_scale;
+  }
+  const std::string base = node->name();
+  std::vector<Value*> inputs = {node->input(kQX), node->input(kQW), nullptr, nullptr,
+                                add_scalar(graph, base + "_unit_scale", 1.0f), node->input(kQXZero),
+                                graph.add_constant(graph.unique_value_name(base + "_multiplier"),
+                                                   Tensor::from_vector<float>({n}, multiplier)),
+                                node->input(kQWZero)};
+  return add_op(graph, "FusedMatMulInteger", std::move(inputs), base, node->output(0)->shape, DType::kF32, {},
+                base + "_fused", std::string(kFusedDomain));
+}
+
+Status rewrite_qlinear(Graph& graph, Node* node) {
+  const bool conv = node->op_type() == "QLinearConv";
+  const auto scalar = [&](int i) { return static_cast<float>(constant_data(node->input(static_cast<size_t>(i)))->get_double(0)); };
+  const float x_scale = scalar(kQXScale), x_zero = scalar(kQXZero), y_scale = scalar(kQYScale), y_zero = scalar(kQYZero);
   Value* y = node->output(0);
+  const std::string base = node->name();
+  Value* q = nullptr;
+  if (conv) {
+    OPFUSE_ASSIGN_OR_RETURN(q, qlinear_conv_as_float(graph, node, x_scale, x_zero, y_scale));
+  } else {
+    OPFUSE_ASSIGN_OR_RETURN(q, qlinear_matmul_as_integer_anchor(graph, node, x_scale, y_scale));
+  }
+  // QuantizeLinear's steps (no NaN can reach them: the scales are finite constants).
   const bool u8 = y->dtype == DType::kU8;
-  OPFUSE_ASSIGN_OR_RETURN(Value * q, add_op(graph, conv ? "Conv" : "MatMul", inputs, base, y->shape, DType::kF32,
-                                            conv ? node->attrs : Attributes{}));
-  OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Div", {q, add_scalar(graph, base + "_y_scale", y_scale)}, base, y->shape));
   OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Round", {q}, base, y->shape));
   OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Add", {q, add_scalar(graph, base + "_y_zero", y_zero)}, base, y->shape));
   OPFUSE_ASSIGN_OR_RETURN(q, add_op(graph, "Clip", {q, add_scalar(graph, base + "_low", u8 ? 0.0f : -128.0f),
@@ -327,7 +370,8 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
   for (Node* node : graph.nodes()) {
     if (!node->domain().empty()) continue;
     if (is_qlinear(*node)) {
-      const std::string what = str_cat(node->op_type(), " '", node->name(), "' as float32 ops");
+      const std::string what = str_cat(node->op_type(), " '", node->name(),
+                                       node->op_type() == "QLinearConv" ? "' as float32 ops" : "' as opfuse::FusedMatMulInteger");
       if (const std::string reason = qlinear_refusal_reason(*node); !reason.empty()) {
         context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
         continue;

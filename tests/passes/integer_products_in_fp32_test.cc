@@ -186,7 +186,9 @@ std::string qlinear_graph(bool conv) {
 )");
 }
 
-TEST(IntegerProductsInFp32, QLinearConvAndMatMulRunAsFloatOpsWithinOneStep) {
+// QLinearConv as float ops, within one step of the reference; QLinearMatMul on the integer
+// anchor, bit for bit.
+TEST(IntegerProductsInFp32, QLinearConvWithinOneStepAndQLinearMatMulExact) {
   const auto bytes = [](const Graph& g) {
     Tensor x = Tensor::zeros(DType::kU8, *static_dims(*g.inputs()[0]->shape)).value();
     for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>((i * 53 + 7) % 256);
@@ -203,7 +205,7 @@ TEST(IntegerProductsInFp32, QLinearConvAndMatMulRunAsFloatOpsWithinOneStep) {
       EXPECT_TRUE(d.pass != kRule || d.applied) << d.what << ": " << d.reason;
     }
     EXPECT_EQ(count_op(*g, conv ? "QLinearConv" : "QLinearMatMul"), 0) << print_graph(*g);
-    EXPECT_EQ(count_op(*g, conv ? "Conv" : "MatMul"), 1) << print_graph(*g);
+    EXPECT_EQ(count_op(*g, conv ? "Conv" : "FusedMatMulInteger"), 1) << print_graph(*g);
     for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
       SCOPED_TRACE(static_cast<int>(level));
       const CompiledRun run = compile_and_compare(text, level, bytes);
@@ -211,9 +213,27 @@ TEST(IntegerProductsInFp32, QLinearConvAndMatMulRunAsFloatOpsWithinOneStep) {
       double top = 0;
       for (int64_t i = 0; i < want.numel(); ++i) top = std::max(top, want.get_double(i));
       EXPECT_GT(top, 150);  // the outputs spread over the range, not saturated at one end
-      EXPECT_LE(run.diff * top, 1.0 + 1e-9);  // at most one quantization step from eager mode
+      if (conv) {
+        EXPECT_LE(run.diff * top, 1.0 + 1e-9);  // at most one quantization step from eager mode
+      } else {
+        EXPECT_EQ(run.diff, 0.0);
+        EXPECT_EQ(run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
+      }
     }
   }
+}
+
+// A zero y_scale makes the reference's multiplier infinite, whose products it saturates (NaN
+// to the lowest step): left to the reference kernel, with the reason.
+TEST(IntegerProductsInFp32, QLinearWithAZeroOutputScaleStays) {
+  std::string text = qlinear_graph(false);
+  text.replace(text.find("%ys: f32[] = const [0.4]"), 24, "%ys: f32[] = const [0]");
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  PassContext ctx;
+  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+  EXPECT_EQ(count_op(*g, "QLinearMatMul"), 1) << print_graph(*g);
+  EXPECT_TRUE(decided(ctx, kRule, false, "zero y_scale"));
 }
 
 // A bias of another length than the output channels is a clear error of shape inference, before
