@@ -36,7 +36,9 @@
 // exact while every partial sum stays below 2^24 in magnitude (the operands are integers below
 // 2^8, products below 2^17, and float32 adds integers exactly up to there; beyond, the sum is off
 // by its float rounding, relative 6e-8 per addition, as the Cast of a larger int32 would round it).
-// `--disable integer_products_in_fp32` keeps the integer kernels.
+// A MatMulInteger of two computed operands (attention's products when a quantizer quantizes them
+// too) becomes a float32 MatMul of Cast(a) - Cast(a_zero) by Cast(b) - Cast(b_zero), exact on the
+// same terms. `--disable integer_products_in_fp32` keeps the integer kernels.
 #include <cmath>
 #include <optional>
 
@@ -76,14 +78,26 @@ std::string refusal_reason(const Node& node, const Target& target) {
   const Value* a = node.input(0);
   const Tensor* w = constant_data(node.input(1));
   if (a == nullptr || !is_int8(a->dtype)) return "x is not u8/i8";
-  if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2) || w->numel() == 0) {
-    return conv ? "the weights are not constant non-empty u8/i8" : "B is not constant non-empty u8/i8 weights of rank 2";
-  }
   if (const Value* az = node.input(2); az != nullptr) {
     const auto dims = az->shape ? static_dims(*az->shape) : std::nullopt;
     if (!dims || numel_of(*dims) != 1) return "x's zero point is not one value (per-row zero points stay integer)";
   }
-  if (const Value* wz = node.input(3); wz != nullptr) {
+  if (!conv && w == nullptr) {
+    // Both operands computed (attention's products, quantized on the fly): a float MatMul of the
+    // integers, with B's zero point per tensor or per column.
+    const Value* b = node.input(1);
+    const auto b_dims = b != nullptr && b->shape ? static_dims(*b->shape) : std::nullopt;
+    if (!b_dims || b_dims->size() < 2 || !is_int8(b->dtype)) return "B is not u8/i8 of a known shape";
+    if (const Value* bz = node.input(3); bz != nullptr) {
+      const auto dims = bz->shape ? static_dims(*bz->shape) : std::nullopt;
+      if (!dims || (numel_of(*dims) != 1 && *dims != std::vector<int64_t>{b_dims->back()})) {
+        return "B's zero point is not one value or one per column";
+      }
+    }
+  } else if (w == nullptr || !is_int8(w->dtype()) || (conv ? w->rank() < 3 : w->rank() != 2) || w->numel() == 0) {
+    return conv ? "the weights are not constant non-empty u8/i8" : "B is not non-empty u8/i8 weights of rank 2";
+  }
+  if (const Value* wz = node.input(3); wz != nullptr && w != nullptr) {
     const Tensor* t = constant_data(wz);
     if (t == nullptr || (t->numel() != 1 && (t->rank() > 2 || t->numel() != channels_of(node, *w)))) {
       return "the weights' zero point is not a constant per-tensor or per-channel one";
@@ -175,6 +189,28 @@ void read_product_instead(Graph& graph, Value* y, const std::optional<Dequantiza
     return;
   }
   for (const Use& use : std::vector<Use>(y->uses())) graph.set_input(use.node, static_cast<size_t>(use.input_index), product);
+}
+
+// MatMulInteger `node` of a computed B (refusal_reason passed) as MatMul(Cast(x) - Cast(x_zero),
+// Cast(B) - Cast(B_zero)) read by the Casts, which now cast float32 to float32: the operands are
+// integers below 2^9 in magnitude and their products below 2^17, so the float sums are the
+// integer ones while partial sums stay below 2^24 (K up to 258 at the extremes; attention's
+// head dimension and sequence lengths of that order), beyond which they round as the Cast of
+// the int32 sum would. A dequantizing Mul after it stays and multiplies the same value.
+Status rewrite_as_float_matmul(Graph& graph, Node* node) {
+  const auto integers = [&](Value* v, Value* zero) -> Result<Value*> {
+    OPFUSE_ASSIGN_OR_RETURN(Value * f, cast_to_float(graph, v));
+    if (zero == nullptr) return f;
+    OPFUSE_ASSIGN_OR_RETURN(Value * z, cast_to_float(graph, zero));
+    return add_op(graph, "Sub", {f, z}, f->name(), f->shape);
+  };
+  OPFUSE_ASSIGN_OR_RETURN(Value * a, integers(node->input(0), node->input(2)));
+  OPFUSE_ASSIGN_OR_RETURN(Value * b, integers(node->input(1), node->input(3)));
+  Value* y = node->output(0);
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "MatMul", {a, b}, y->name(), y->shape, DType::kF32, {},
+                                                  node->name() + "_f32"));
+  read_product_instead(graph, y, std::nullopt, product);
+  return Status::ok();
 }
 
 // ConvInteger `node` (refusal_reason passed) as a float Conv; `dq`: the dequantization its
@@ -386,6 +422,13 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
     const std::string what = str_cat(node->op_type(), " '", node->name(), conv ? "' as a float32 Conv" : "' as opfuse::FusedMatMulInteger");
     if (const std::string reason = refusal_reason(*node, context.target); !reason.empty()) {
       context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
+      continue;
+    }
+    if (constant_data(node->input(1)) == nullptr) {
+      OPFUSE_TRY(rewrite_as_float_matmul(graph, node));
+      context.decide(application(std::string(kPass), str_cat("MatMulInteger '", node->name(), "' of computed operands as a float32 MatMul"),
+                                 {node->name()}, node->name() + "_f32"));
+      changed = true;
       continue;
     }
     const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, *constant_data(node->input(1))));

@@ -49,11 +49,13 @@ std::string quantized_graph(const QuantizedProduct& q) {
 )", sums, tail, "  return %y\n}\n");
 }
 
-// x's values at the ends of u8's range once quantized (0 and 255 only).
+// Every input's values at the ends of their quantized range (0 and 255 once quantized).
 TensorMap extremes(const Graph& g) {
   TensorMap in = random_inputs(g, 3);
-  float* x = in.at("x").data<float>();
-  for (int64_t i = 0; i < in.at("x").numel(); ++i) x[i] = i % 3 == 0 ? -7.5f : 2.5f;
+  for (auto& [name, t] : in) {
+    float* x = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) x[i] = i % 3 == 0 ? -7.5f : 2.5f;
+  }
   return in;
 }
 
@@ -105,6 +107,34 @@ TEST(IntegerProductsInFp32, UnscaledSumsAreExact) {
         EXPECT_EQ(run.diff, 0.0);
         EXPECT_EQ(run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
       }
+    }
+  }
+}
+
+// Attention's products quantized on the fly (both operands from DynamicQuantizeLinear, batched):
+// a float32 MatMul of the integers, which is exact here (K = 16), and the dequantizing Mul after it.
+TEST(IntegerProductsInFp32, AProductOfTwoComputedOperandsIsAnExactFloatMatMul) {
+  const std::string text = R"(graph @main (%q: f32[2,3,5,16], %k: f32[2,3,16,7]) {
+  %qq, %qs, %qz = DynamicQuantizeLinear(%q)
+  %kq, %ks, %kz = DynamicQuantizeLinear(%k)
+  %acc = MatMulInteger(%qq, %kq, %qz, %kz)
+  %accf = Cast(%acc) {to = 1}
+  %s = Mul(%qs, %ks)
+  %y = Mul(%accf, %s)
+  return %y
+}
+)";
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  PassContext ctx;
+  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+  EXPECT_EQ(count_op(*g, "MatMulInteger"), 0) << print_graph(*g);
+  EXPECT_TRUE(decided(ctx, kRule, true, "of computed operands as a float32 MatMul"));
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+    SCOPED_TRACE(static_cast<int>(level));
+    for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
+      EXPECT_EQ(run.diff, 0.0);
+      EXPECT_EQ(run.steps_running("MatMulInteger node"), 0u) << ::testing::PrintToString(run.steps);
     }
   }
 }
