@@ -55,6 +55,7 @@ const std::vector<KernelImpl>& all_kernels() {
         packed_blocked_conv_kernel(),  // 1x1, before oneDNN's blocked conv
         // Dynamically quantized products: exact 16-bit multiply-adds (kernels/cpu/integer_gemm_kernel.cc).
         integer_gemm_kernel(),
+        integer_gemm_sums_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),

@@ -280,20 +280,34 @@ TEST(IntegerProductsInFp32, AMalformedBiasIsAClearError) {
   EXPECT_NE(s.message().find("bias B has shape [5]; expected [6]"), std::string::npos) << s.message();
 }
 
-TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayOnTheIntegerKernel) {
-  auto g = parse_graph(R"(graph @main (%xq: u8[2,3]) {
-  %wq: i8[3,2] = const [1, -2, 3, -4, 5, -6]
+// Sums read as integers stay a MatMulInteger, on cpu.gemm_i16's int32 output: the reference's sums.
+TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayIntegers) {
+  const std::string text = str_cat(R"(graph @main (%xq: u8[7,40]) {
+  %wq: i8[40,20] = const [)", weights(40, 20, -128, 127), R"(]
+  %xz: u8[] = const [3]
+  %wz: i8[] = const [-5]
   %one: i32[] = const [1]
-  %acc = MatMulInteger(%xq, %wq)
+  %acc = MatMulInteger(%xq, %wq, %xz, %wz)
   %y = Add(%acc, %one)
   return %y
 }
 )");
+  auto g = parse_graph(text);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
   ASSERT_TRUE(run_pipeline(*g, OptLevel::kO2, {}, ctx).is_ok());
   EXPECT_EQ(count_op(*g, "MatMulInteger"), 1) << print_graph(*g);
   EXPECT_TRUE(decided(ctx, kRule, false, "the int32 sums are read by Add"));
+  const auto bytes = [](const Graph& graph) {
+    Tensor x = Tensor::zeros(DType::kU8, *static_dims(*graph.inputs()[0]->shape)).value();
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(i % 5 == 0 ? 255 : (i * 53 + 7) % 256);
+    return TensorMap{{"xq", x}};
+  };
+  for (OptLevel level : {OptLevel::kO0, OptLevel::kO2}) {
+    const CompiledRun run = compile_and_compare(text, level, bytes);
+    EXPECT_EQ(run.diff, 0.0);
+    EXPECT_EQ(run.steps_running("MatMulInteger node 'MatMulInteger' -> cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
+  }
 }
 
 TEST(IntegerProductsInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {

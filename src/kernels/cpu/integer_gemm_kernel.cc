@@ -254,8 +254,9 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-// Inputs of opfuse::FusedMatMulInteger (ops/integer_matmul.cc).
+// Inputs of opfuse::FusedMatMulInteger (ops/integer_matmul.cc), and MatMulInteger's (A, B, a_zero, b_zero).
 constexpr size_t kA = 0, kB = 1, kBias = 2, kResidual = 3, kAScale = 4, kAZero = 5, kBScale = 6, kBZero = 7;
+constexpr size_t kSumsAZero = 2, kSumsBZero = 3;
 
 // Below this many multiply-adds one thread does the product: waking a second costs more.
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
@@ -264,6 +265,7 @@ bool is_int8(DType t) { return t == DType::kU8 || t == DType::kI8; }
 
 // What the kernel reads from the node at creation.
 struct IntegerProduct {
+  bool sums = false;             // MatMulInteger: the int32 sums themselves are the output
   int64_t m = 0, k = 0, n = 0;  // A's leading dims folded into M
   DType a_dtype = DType::kU8;
   const Tensor* b = nullptr;        // [K, N] u8/i8
@@ -282,11 +284,11 @@ bool one_or(const Value* v, DType dtype, int64_t n) {
 
 std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
-  if (node.domain() != kFusedDomain || node.outputs().size() != 1 || node.inputs().size() < kBScale + 1) {
-    return std::nullopt;
-  }
-  const auto constant = [&](size_t i) { return i < ctx.constants.size() ? ctx.constants[i] : nullptr; };
   IntegerProduct p;
+  p.sums = node.domain().empty();  // MatMulInteger, else opfuse::FusedMatMulInteger
+  const size_t a_zero = p.sums ? kSumsAZero : kAZero, b_zero = p.sums ? kSumsBZero : kBZero;
+  if (node.outputs().size() != 1 || node.inputs().size() < (p.sums ? 2 : kBScale + 1)) return std::nullopt;
+  const auto constant = [&](size_t i) { return i < ctx.constants.size() ? ctx.constants[i] : nullptr; };
   const Value* a = node.input(kA);
   p.b = constant(kB);
   if (a == nullptr || !is_int8(a->dtype) || p.b == nullptr || !is_int8(p.b->dtype()) || p.b->rank() != 2) {
@@ -294,26 +296,27 @@ std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
   }
   p.a_dtype = a->dtype;
   const auto a_dims = hwy_cpu::static_dims_of(a, a->dtype);
-  const auto y_dims = hwy_cpu::static_dims_of(node.output(0));
+  const auto y_dims = hwy_cpu::static_dims_of(node.output(0), p.sums ? DType::kI32 : DType::kF32);
   p.k = p.b->dim(0);
   p.n = p.b->dim(1);
   if (!a_dims || !y_dims || a_dims->empty() || p.k <= 0 || p.n <= 0 || a_dims->back() != p.k) return std::nullopt;
   p.m = numel_of(*a_dims) / p.k;
   if (p.m < 1 || numel_of(*y_dims) != p.m * p.n) return std::nullopt;
-  // a_scale and a_zero are computed at run time (DynamicQuantizeLinear): one value each.
-  if (!one_or(node.input(kAScale), DType::kF32, 1)) return std::nullopt;
-  if (node.has_input(kAZero) && !one_or(node.input(kAZero), a->dtype, 1)) return std::nullopt;
-  p.b_scale = constant(kBScale);
-  if (p.b_scale == nullptr || p.b_scale->dtype() != DType::kF32 ||
-      (p.b_scale->numel() != 1 && (p.b_scale->rank() != 1 || p.b_scale->numel() != p.n))) {
-    return std::nullopt;
-  }
-  if (node.has_input(kBZero)) {
-    p.b_zero = constant(kBZero);
+  // A's zero point (and a_scale) are computed at run time (DynamicQuantizeLinear): one value each.
+  if (node.has_input(a_zero) && !one_or(node.input(a_zero), a->dtype, 1)) return std::nullopt;
+  if (node.has_input(b_zero)) {
+    p.b_zero = constant(b_zero);
     if (p.b_zero == nullptr || p.b_zero->dtype() != p.b->dtype() ||
         (p.b_zero->numel() != 1 && (p.b_zero->rank() != 1 || p.b_zero->numel() != p.n))) {
       return std::nullopt;
     }
+  }
+  if (p.sums) return p;
+  if (!one_or(node.input(kAScale), DType::kF32, 1)) return std::nullopt;
+  p.b_scale = constant(kBScale);
+  if (p.b_scale == nullptr || p.b_scale->dtype() != DType::kF32 ||
+      (p.b_scale->numel() != 1 && (p.b_scale->rank() != 1 || p.b_scale->numel() != p.n))) {
+    return std::nullopt;
   }
   if (node.has_input(kBias)) {
     p.bias = constant(kBias);  // a computed bias is left to the reference kernel
@@ -333,8 +336,8 @@ std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
 class IntegerGemmKernel final : public Kernel {
  public:
   explicit IntegerGemmKernel(const IntegerProduct& p)
-      : m_(p.m), k_(p.k), n_(p.n), a_dtype_(p.a_dtype), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)),
-        has_residual_(p.has_residual) {
+      : sums_(p.sums), m_(p.m), k_(p.k), n_(p.n), a_dtype_(p.a_dtype),
+        epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)), has_residual_(p.has_residual) {
     nr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::IntGemmPanelWidth)());
     mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::IntGemmTileRows)());
     panels_ = (n_ + nr_ - 1) / nr_;
@@ -342,7 +345,9 @@ class IntegerGemmKernel final : public Kernel {
     choose_blocks(active_target());
     pack(p);
     b_scale_.assign(static_cast<size_t>(panels_ * nr_), 0.0f);
-    for (int64_t j = 0; j < n_; ++j) b_scale_[j] = p.b_scale->data<float>()[p.b_scale->numel() == 1 ? 0 : j];
+    for (int64_t j = 0; j < n_ && p.b_scale != nullptr; ++j) {
+      b_scale_[j] = p.b_scale->data<float>()[p.b_scale->numel() == 1 ? 0 : j];
+    }
     if (p.bias != nullptr) {
       bias_.assign(static_cast<size_t>(panels_ * nr_), 0.0f);
       std::copy(p.bias->data<float>(), p.bias->data<float>() + n_, bias_.begin());
@@ -357,23 +362,25 @@ class IntegerGemmKernel final : public Kernel {
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     const auto input = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
     const Tensor* a = input(kA);
-    const Tensor* a_scale = input(kAScale);
-    const Tensor* a_zero = input(kAZero);
+    const Tensor* a_scale = sums_ ? nullptr : input(kAScale);
+    const Tensor* a_zero = input(sums_ ? kSumsAZero : kAZero);
     const Tensor* residual = has_residual_ ? input(kResidual) : nullptr;
-    if (a == nullptr || a->dtype() != a_dtype_ || a->numel() != m_ * k_ || a_scale == nullptr ||
-        a_scale->dtype() != DType::kF32 || a_scale->numel() != 1 ||
+    if (a == nullptr || a->dtype() != a_dtype_ || a->numel() != m_ * k_ ||
+        (!sums_ && (a_scale == nullptr || a_scale->dtype() != DType::kF32 || a_scale->numel() != 1)) ||
         (a_zero != nullptr && (a_zero->dtype() != a_dtype_ || a_zero->numel() != 1)) ||
         (has_residual_ && (residual == nullptr || residual->dtype() != DType::kF32 || residual->numel() != m_ * n_)) ||
-        out.empty() || out[0] == nullptr || out[0]->dtype() != DType::kF32 || out[0]->numel() != m_ * n_) {
+        out.empty() || out[0] == nullptr || out[0]->dtype() != (sums_ ? DType::kI32 : DType::kF32) ||
+        out[0]->numel() != m_ * n_) {
       return Status::internal_error("cpu.gemm_i16: an operand does not have its planned shape");
     }
     const int32_t az = a_zero == nullptr ? 0 : static_cast<int32_t>(a_zero->get_int(0));
     // The replaced graph's Mul(a_scale, b_scale), per column.
-    std::vector<float> scale(b_scale_.size());
-    const float as = a_scale->data<float>()[0];
-    for (size_t j = 0; j < scale.size(); ++j) scale[j] = as * b_scale_[j];
+    std::vector<float> scale(sums_ ? 0 : b_scale_.size());
+    for (size_t j = 0; j < scale.size(); ++j) scale[j] = a_scale->data<float>()[0] * b_scale_[j];
     auto a16 = hwy::AllocateAligned<int16_t>(static_cast<size_t>(m_ * k_even_));
-    float* y = out[0]->data<float>();
+    // MatMulInteger's int32 sums are what the tiles store before their last K block; they go
+    // through the float pointer the tiles take, as bits.
+    float* y = sums_ ? reinterpret_cast<float*>(out[0]->data<int32_t>()) : out[0]->data<float>();
     const int64_t threads = m_ * n_ * k_ >= kParallelMacs ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(static_cast<int>(threads)) if (threads > 1)
     {
@@ -401,8 +408,8 @@ class IntegerGemmKernel final : public Kernel {
         r0 = std::min(m_, tiles * t / nt * mr_);
         r1 = std::min(m_, tiles * (t + 1) / nt * mr_);
       }
-      run_block(reinterpret_cast<const int32_t*>(a16.get()), scale.data(), residual ? residual->data<float>() : nullptr,
-                y, p0, p1, r0, r1);
+      run_block(reinterpret_cast<const int32_t*>(a16.get()), sums_ ? nullptr : scale.data(),
+                residual ? residual->data<float>() : nullptr, y, p0, p1, r0, r1);
     }
     return Status::ok();
   }
@@ -439,7 +446,7 @@ class IntegerGemmKernel final : public Kernel {
     }
   }
 
-  // Rows [r0, r1) x panels [p0, p1) of Y: one thread's share.
+  // Rows [r0, r1) x panels [p0, p1) of Y: one thread's share. `scale` null: Y keeps the int32 sums.
   void run_block(const int32_t* a, const float* scale, const float* residual, float* y, int64_t p0, int64_t p1,
                  int64_t r0, int64_t r1) const {
     const int64_t lda = k_even_ / 2;
@@ -458,7 +465,7 @@ class IntegerGemmKernel final : public Kernel {
           tile.c = y + i0 * n_ + col;
           tile.ldc = static_cast<size_t>(n_);
           tile.accumulate = k0 > 0;
-          if (last) {
+          if (last && scale != nullptr) {
             tile.scale = scale + col;
             tile.bias = bias_.empty() ? nullptr : bias_.data() + col;
             tile.epilogue = epilogue_.empty() ? nullptr : &epilogue_;
@@ -472,6 +479,7 @@ class IntegerGemmKernel final : public Kernel {
     }
   }
 
+  bool sums_;
   int64_t m_, k_, n_;
   DType a_dtype_;
   hwy_cpu::VectorEpilogue epilogue_;
@@ -492,6 +500,7 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 }  // namespace
 
 KernelImpl integer_gemm_kernel() { return {"cpu.gemm_i16", "FusedMatMulInteger", supports, create}; }
+KernelImpl integer_gemm_sums_kernel() { return {"cpu.gemm_i16", "MatMulInteger", supports, create}; }
 
 }  // namespace opfuse
 #endif  // HWY_ONCE

@@ -1,5 +1,6 @@
 // "cpu.gemm_i16" (kernels/cpu/integer_gemm_kernel.cc): opfuse::FusedMatMulInteger, the
-// dynamically quantized product, with exact integer sums on 16-bit multiply-adds.
+// dynamically quantized product, with exact integer sums on 16-bit multiply-adds; and
+// MatMulInteger of constant 2-d weights whose int32 sums are read as integers.
 #pragma once
 
 #include "kernels/kernel.h"
@@ -7,5 +8,6 @@
 namespace opfuse {
 
 KernelImpl integer_gemm_kernel();
+KernelImpl integer_gemm_sums_kernel();
 
 }  // namespace opfuse
