@@ -1,4 +1,4 @@
-// Integer products with constant weights, off the integer reference loops: MatMulInteger with
+// Integer products off the integer reference loops: MatMulInteger of constant weights with
 // its dequantization as one opfuse::FusedMatMulInteger (an exact integer kernel that returns
 // the dequantized floats), below VNNI ConvInteger as a float32 Conv, QLinearMatMul as that
 // anchor and QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
@@ -67,9 +67,10 @@ bool is_conv(const Node& node) { return node.op_type() == "ConvInteger" || node.
 // Output channels of the weights: a MatMul's columns, a Conv's first dim.
 int64_t channels_of(const Node& node, const Tensor& w) { return is_conv(node) ? w.dim(0) : w.dim(1); }
 
-// Why `node` is not rewritten, or "" when it is: constant weights (2-d, or a Conv's), a per-tensor
-// zero point of x, a per-tensor or per-channel one of the weights, and int32 sums read only by
-// Casts to float; for ConvInteger, a target without VNNI.
+// Why `node` is not rewritten, or "" when it is: constant weights (2-d, or a Conv's) with a
+// per-tensor or per-channel zero point, or for MatMulInteger a computed B with a per-tensor or
+// per-column one; a per-tensor zero point of x; int32 sums read only by Casts to float; for
+// ConvInteger, a target without VNNI.
 std::string refusal_reason(const Node& node, const Target& target) {
   const bool conv = is_conv(node);
   if (conv && target.isa >= IsaTier::kAvx512CoreVnni) {
@@ -327,7 +328,8 @@ std::string qlinear_refusal_reason(const Node& node) {
   return "";
 }
 
-// The dequantized product y_scale-scaled (before rounding) of a QLinearConv: a float Conv.
+// A QLinearConv's output before QuantizeLinear's rounding: the float Conv of the dequantized x
+// and weights (and bias), divided by y_scale.
 Result<Value*> qlinear_conv_as_float(Graph& graph, Node* node, float x_scale, float x_zero, float y_scale) {
   OPFUSE_ASSIGN_OR_RETURN(Tensor w_scale, constant_data(node->input(kQWScale))->cast(DType::kF32));
   OPFUSE_ASSIGN_OR_RETURN(Tensor w, float_weights(*node, *constant_data(node->input(kQW)),

@@ -21,11 +21,13 @@ std::string weights(int64_t k, int64_t n, int lo, int hi) {
 
 // onnxruntime's form: per-column weight zero points (u8 weights, or i8 with `i8`), the sums
 // dequantized by Mul(Cast(sums), Mul(x_scale, w_scale)) (`scaled`; w_scale per column) and
-// biased, then `tail` ("Relu", "Gelu" ... or ""); or the sums only cast to float and biased.
+// biased, plus a residual input %r (`residual`), then `tail` ("Relu", "Gelu" ... or ""); or the
+// sums only cast to float and biased.
 struct QuantizedProduct {
   int64_t m = 6, k = 40, n = 24;
   bool scaled = true;
   bool i8 = false;
+  bool residual = false;
   std::string tail;
 };
 
@@ -35,18 +37,20 @@ std::string quantized_graph(const QuantizedProduct& q) {
   for (int64_t j = 0; j < q.n; ++j) zeros += str_cat(j ? ", " : "", q.i8 ? -20 + j * 7 % 40 : 100 + j * 7 % 60);
   const std::string sums = q.scaled ? R"(  %s = Mul(%xs, %ws)
   %d = Mul(%accf, %s)
-  %a = Add(%d, %b)
+  %biased = Add(%d, %b)
 )"
-                                    : "  %a = Add(%accf, %b)\n";
+                                    : "  %biased = Add(%accf, %b)\n";
+  const std::string residual = q.residual ? "  %a = Add(%biased, %r)\n" : "  %a = Identity(%biased)\n";
   const std::string tail = q.tail.empty() ? "  %y = Identity(%a)\n" : str_cat("  %y = ", q.tail, "(%a)\n");
-  return str_cat("graph @main (%x: f32[", q.m, ",", q.k, "]) {\n  %wq: ", wt, "[", q.k, ",", q.n, "] = const [",
+  return str_cat("graph @main (%x: f32[", q.m, ",", q.k, "]",
+                 q.residual ? str_cat(", %r: f32[", q.m, ",", q.n, "]") : "", ") {\n  %wq: ", wt, "[", q.k, ",", q.n, "] = const [",
                  weights(q.k, q.n, q.i8 ? -128 : 0, q.i8 ? 127 : 255), "]\n  %wz: ", wt, "[", q.n, "] = const [", zeros,
                  "]\n  %ws: f32[", q.n, "] = const [", weights(1, q.n, 1, 9), "]\n  %b: f32[", q.n, "] = const [",
                  weights(1, q.n, -3, 3), R"(]
   %xq, %xs, %xz = DynamicQuantizeLinear(%x)
   %acc = MatMulInteger(%xq, %wq, %xz, %wz)
   %accf = Cast(%acc) {to = 1}
-)", sums, tail, "  return %y\n}\n");
+)", sums, residual, tail, "  return %y\n}\n");
 }
 
 // Every input's values at the ends of their quantized range (0 and 255 once quantized).
@@ -61,22 +65,24 @@ TensorMap extremes(const Graph& g) {
 
 // The product, its dequantization and bias become one opfuse::FusedMatMulInteger on cpu.gemm_i16:
 // the same float steps in the same order as eager mode, so bit for bit equal to it, here over
-// row tiles, K and N that do not divide into the kernel's (13 rows, odd K, a narrow last panel).
+// row tiles, K and N that do not divide into the kernel's (13 rows, odd K, a narrow last panel),
+// with a residual Add and a Relu that become its epilogue at O2.
 TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductIsOneExactIntegerAnchor) {
-  const std::string text = quantized_graph({.m = 13, .k = 41, .n = 24, .tail = "Relu"});
+  const std::string text = quantized_graph({.m = 13, .k = 41, .n = 24, .residual = true, .tail = "Relu"});
   auto g = parse_graph(text);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
   ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
   EXPECT_EQ(count_op(*g, "FusedMatMulInteger"), 1) << print_graph(*g);
-  for (std::string_view op : {"MatMulInteger", "Cast", "Mul", "Add"}) EXPECT_EQ(count_op(*g, op), 0) << op << "\n" << print_graph(*g);
+  for (std::string_view op : {"MatMulInteger", "Cast", "Mul"}) EXPECT_EQ(count_op(*g, op), 0) << op << "\n" << print_graph(*g);
+  EXPECT_EQ(count_op(*g, "Add"), 1) << print_graph(*g);  // the residual's, an epilogue from O2
   EXPECT_TRUE(decided(ctx, kRule, true, "as opfuse::FusedMatMulInteger"));
   for (const LevelRun& r : compile_at_every_level(text, 5, 7, 30, 1e30f)) {
     SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
     EXPECT_EQ(r.run.diff, 0.0);
     EXPECT_EQ(r.run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(r.run.steps);
-    if (r.level >= OptLevel::kO2) {  // the Relu is the anchor's epilogue
-      for (const std::string& step : r.run.steps) EXPECT_FALSE(step.starts_with("Relu node")) << step;
+    if (r.level >= OptLevel::kO2) {  // the residual Add and the Relu are the anchor's epilogue
+      for (const std::string& step : r.run.steps) EXPECT_FALSE(step.starts_with("Relu node") || step.starts_with("Add node")) << step;
     }
   }
   for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) EXPECT_EQ(compile_and_compare(text, level, extremes).diff, 0.0);

@@ -1,6 +1,6 @@
 // "cpu.gemm_i16": Y[M, N] = post(float((A - a_zero)(B - b_zero)) * (a_scale * b_scale) + bias)
-// for opfuse::FusedMatMulInteger (ops/integer_matmul.cc) with a constant B
-// (kernels/cpu/integer_gemm_kernel.h).
+// for opfuse::FusedMatMulInteger (ops/integer_matmul.cc), or the int32 sums (A - a_zero)(B - b_zero)
+// for MatMulInteger, with a constant 2-d B (kernels/cpu/integer_gemm_kernel.h).
 //
 // Why 16-bit multiply-adds: the u8 x s8 ones (vpmaddubsw, which MLAS uses below VNNI) saturate
 // their pair sums at 2^15, and 255 * 127 * 2 is more, so they are not exact. The operands less
@@ -276,10 +276,10 @@ struct IntegerProduct {
   bool has_residual = false;
 };
 
-// One value of a known shape (a scalar or [1]), or any shape when `n` matches its count.
-bool one_or(const Value* v, DType dtype, int64_t n) {
+// One value of `dtype` (a scalar, [1], [1, 1] ...).
+bool is_one_value(const Value* v, DType dtype) {
   const auto dims = hwy_cpu::static_dims_of(v, dtype);
-  return dims && (numel_of(*dims) == 1 || (dims->size() == 1 && (*dims)[0] == n));
+  return dims && numel_of(*dims) == 1;
 }
 
 std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
@@ -303,7 +303,7 @@ std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
   p.m = numel_of(*a_dims) / p.k;
   if (p.m < 1 || numel_of(*y_dims) != p.m * p.n) return std::nullopt;
   // A's zero point (and a_scale) are computed at run time (DynamicQuantizeLinear): one value each.
-  if (node.has_input(a_zero) && !one_or(node.input(a_zero), a->dtype, 1)) return std::nullopt;
+  if (node.has_input(a_zero) && !is_one_value(node.input(a_zero), a->dtype)) return std::nullopt;
   if (node.has_input(b_zero)) {
     p.b_zero = constant(b_zero);
     if (p.b_zero == nullptr || p.b_zero->dtype() != p.b->dtype() ||
@@ -312,7 +312,7 @@ std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
     }
   }
   if (p.sums) return p;
-  if (!one_or(node.input(kAScale), DType::kF32, 1)) return std::nullopt;
+  if (!is_one_value(node.input(kAScale), DType::kF32)) return std::nullopt;
   p.b_scale = constant(kBScale);
   if (p.b_scale == nullptr || p.b_scale->dtype() != DType::kF32 ||
       (p.b_scale->numel() != 1 && (p.b_scale->rank() != 1 || p.b_scale->numel() != p.n))) {
