@@ -279,6 +279,16 @@ Status infer_fused_matmul_integer(InferContext& ctx) {
                                                   (b->size() != 1 || out->empty() || !((*b)[0] == out->back()))) {
     return ctx.error(str_cat("bias ", shape_to_string(*b), " must be [N] for the output ", shape_to_string(*out)));
   }
+  const auto count = [&](size_t i) -> std::optional<int64_t> {
+    const auto& shape = ctx.input_shape(i);
+    const auto dims = shape ? static_dims(*shape) : std::nullopt;
+    return dims ? std::optional<int64_t>(numel_of(*dims)) : std::nullopt;
+  };
+  if (const auto a = count(kFmiAScale); a && *a != 1) return ctx.error(str_cat("a_scale (input 4) has ", *a, " values; expected one"));
+  if (const auto b = count(kFmiBScale); b && *b != 1 && out && !out->empty() && out->back().is_known() &&
+                                         *b != out->back().value()) {
+    return ctx.error(str_cat("b_scale (input 6) has ", *b, " values; expected one or N = ", out->back().value()));
+  }
   ctx.set_output(0, DType::kF32, std::move(out));
   return infer_epilogue(ctx);
 }

@@ -316,6 +316,32 @@ TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayIntegers) {
   }
 }
 
+// A malformed opfuse::FusedMatMulInteger written directly (a model may name opfuse's ops) is a
+// clear error of shape inference naming the node and the operand.
+TEST(IntegerProductsInFp32, AMalformedIntegerAnchorIsAClearError) {
+  const std::string body = R"(  %w: i8[4,3] = const [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+  %as: f32[] = const [0.5]
+  %az: u8[] = const [3]
+)";
+  struct Case {
+    std::string decl, call, message;
+  };
+  const Case cases[] = {
+      {"  %bs: f32[2] = const [1, 2]\n", "opfuse::FusedMatMulInteger(%x, %w, _, _, %as, %az, %bs)", "b_scale (input 6) has 2 values; expected one or N = 3"},
+      {"  %bs: f32[] = const [1]\n", "opfuse::FusedMatMulInteger(%x, %w)", "a_scale (input 4) and b_scale (input 6) are required"},
+      {"  %bs: f32[] = const [1]\n  %b: f32[5] = const [1, 2, 3, 4, 5]\n",
+       "opfuse::FusedMatMulInteger(%x, %w, %b, _, %as, %az, %bs)", "bias [5] must be [N]"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.call);
+    auto g = parse_graph(str_cat("graph @main (%x: u8[2,4]) {\n", body, c.decl, "  %y = ", c.call, "\n  return %y\n}\n"));
+    const Status s = g.is_ok() ? Session::create(std::move(*g), SessionOptions{}).status() : g.status();
+    EXPECT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("FusedMatMulInteger"), std::string::npos) << s.message();
+  }
+}
+
 TEST(IntegerProductsInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {
   PassContext ctx;
   const Graph g = pipeline_without_rule(quantized_graph({.k = 8, .n = 4}), OptLevel::kO1, std::string(kRule), ctx);
