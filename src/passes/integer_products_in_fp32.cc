@@ -40,12 +40,14 @@
 // too) becomes a float32 MatMul of Cast(a) - Cast(a_zero) by Cast(b) - Cast(b_zero), exact on the
 // same terms. `--disable integer_products_in_fp32` keeps the integer kernels.
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "ops/fused.h"
 #include "ops/op_def.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
+#include "passes/quantize_steps.h"
 
 namespace opfuse {
 namespace {
@@ -400,11 +402,114 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
   return graph.rename_value(q, name);
 }
 
+// ---- QDQ MatMul (static quantization's QDQ form) -----------------------------------------------
+//
+// MatMul(DequantizeLinear(QuantizeLinear(x, s, z), s, z), DequantizeLinear(Wq, ws, wz)) with one
+// constant scale and zero point for the pair and constant 2-d weights (their scale and zero point
+// per tensor or per column) becomes
+//
+//   xq = Cast(QuantizeLinear's steps as float ops)      (passes/quantize_steps.h: NaN to the lowest step)
+//   y = opfuse::FusedMatMulInteger(xq, Wq, [bias], -, s, z, ws, wz)
+//
+// taking the constant bias Add after it, on cpu.gemm_i16. The reference dequantizes both operands
+// in f32 and multiplies those; the anchor multiplies the exact integer sums by s * ws: within float
+// rounding of it. The pair stays for the pair's other readers (quantize_pairs_in_fp32 takes it).
+
+bool is_onnx_op(const Node* node, std::string_view op) {
+  return node != nullptr && node->domain().empty() && node->op_type() == op;
+}
+
+// A MatMul's operands in the QDQ form (the refusal reasons below say what each must be).
+struct QdqOperands {
+  Node* q = nullptr;  // the pair's QuantizeLinear
+  QuantizeParams x;
+  Node* w = nullptr;  // the weights' DequantizeLinear
+};
+
+// The operands when `matmul` reads a QuantizeLinear -> DequantizeLinear pair and dequantized
+// weights, nullopt when it does not; `reason` says why such a MatMul is not rewritten ("" if it is).
+std::optional<QdqOperands> qdq_operands(const Node& matmul, std::string& reason) {
+  reason.clear();
+  const Node* dq = matmul.input(0) != nullptr ? matmul.input(0)->producer() : nullptr;
+  Node* w = matmul.input(1) != nullptr ? matmul.input(1)->producer() : nullptr;
+  if (!is_onnx_op(dq, "DequantizeLinear") || !is_onnx_op(w, "DequantizeLinear") || dq->input(0) == nullptr) return std::nullopt;
+  Node* q = dq->input(0)->producer();
+  if (!is_onnx_op(q, "QuantizeLinear")) return std::nullopt;
+  QdqOperands out{q, {}, w};
+  const DType qtype = q->output(0)->dtype;
+  const auto xp = constant_quantize_params(*q, qtype), dxp = constant_quantize_params(*dq, qtype);
+  if (q->input(0) == nullptr || q->input(0)->dtype != DType::kF32 || !xp || !dxp || xp->scale != dxp->scale ||
+      xp->zero != dxp->zero) {
+    reason = "x's QuantizeLinear -> DequantizeLinear pair has not one equal constant scale and zero point";
+    return out;
+  }
+  out.x = *xp;
+  const Tensor* wq = constant_data(w->input(0));
+  if (wq == nullptr || !is_int8(wq->dtype()) || wq->rank() != 2 || wq->numel() == 0) {
+    reason = "the weights are not constant non-empty u8/i8 of rank 2";
+    return out;
+  }
+  const int64_t n = wq->dim(1);
+  const AttrReader attrs(*w);
+  const int64_t axis = attrs.has("axis") ? attrs.get_int("axis") : 1;
+  const Tensor* ws = constant_data(w->input(1));
+  const Tensor* wz = w->input(2) != nullptr ? constant_data(w->input(2)) : nullptr;
+  const auto per_column_or_one = [&](const Tensor* t) {
+    return t != nullptr && (t->numel() == 1 || (t->rank() == 1 && t->numel() == n && (axis == 1 || axis == -1)));
+  };
+  if (!per_column_or_one(ws) || ws->dtype() != DType::kF32 || (w->input(2) != nullptr && (!per_column_or_one(wz) || wz->dtype() != wq->dtype())) ||
+      (attrs.has("block_size") && attrs.get_int("block_size") != 0)) {
+    reason = "the weights' scale and zero point are not constants per tensor or per column";
+    return out;
+  }
+  for (int64_t j = 0; j < ws->numel(); ++j) {
+    if (!std::isfinite(ws->get_double(j))) {
+      reason = "the weights' scale is not finite";
+      return out;
+    }
+  }
+  return out;
+}
+
+// `to` takes over `from`'s readers and name (a graph output keeps its name).
+Status take_over(Graph& graph, Value* from, Value* to) {
+  const std::string name = from->name();
+  OPFUSE_TRY(graph.rename_value(from, graph.unique_value_name(name + "_replaced")));
+  graph.replace_all_uses(from, to);
+  return graph.rename_value(to, name);
+}
+
+// The QDQ MatMul `matmul` (qdq_operands passed) as the integer anchor; `quantized` caches each
+// QuantizeLinear's integers as float ops, so products of one x (attention's Q, K, V) share them.
+Status rewrite_qdq_matmul(Graph& graph, Node* matmul, const QdqOperands& ops, std::map<const Node*, Value*>& quantized) {
+  Value*& xq = quantized[ops.q];
+  if (xq == nullptr) {
+    Value* x = ops.q->input(0);
+    const std::string base = ops.q->name();
+    OPFUSE_ASSIGN_OR_RETURN(Value * r, quantized_less_low(graph, x, ops.x, base));
+    OPFUSE_ASSIGN_OR_RETURN(r, add_op(graph, "Add", {r, add_scalar(graph, base + "_low", ops.x.low())}, base, x->shape));
+    OPFUSE_ASSIGN_OR_RETURN(xq, add_op(graph, "Cast", {r}, base, x->shape, ops.x.type,
+                                       {{"to", AttrValue(int64_t{ops.x.type == DType::kU8 ? 2 : 3})}}));
+  }
+  Value* out = matmul->output(0);
+  std::vector<Value*> inputs = {xq, ops.w->input(0), nullptr, nullptr, ops.q->input(1), ops.q->input(2),
+                                ops.w->input(1), ops.w->input(2)};
+  if (Node* add = bias_add_of(out, constant_data(ops.w->input(0))->dim(1))) {
+    inputs[2] = add->input(1 - static_cast<size_t>(out->uses()[0].input_index));
+    out = add->output(0);
+  }
+  while (inputs.back() == nullptr) inputs.pop_back();
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "FusedMatMulInteger", std::move(inputs), out->name(), out->shape,
+                                                  DType::kF32, {}, matmul->name() + "_fused", std::string(kFusedDomain)));
+  return take_over(graph, out, product);
+}
+
 }  // namespace
 
 Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& context) {
   if (!context.fusion.rule_enabled(kPass)) return false;
   bool changed = false;
+  std::map<const Node*, Value*> quantized;  // QDQ MatMuls' x as integers, per QuantizeLinear
   for (Node* node : graph.nodes()) {
     if (!node->domain().empty()) continue;
     if (is_qlinear(*node)) {
@@ -416,6 +521,20 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
       }
       OPFUSE_TRY(rewrite_qlinear(graph, node));
       context.decide(application(std::string(kPass), what, {node->name()}));
+      changed = true;
+      continue;
+    }
+    if (node->op_type() == "MatMul") {
+      std::string reason;
+      const std::optional<QdqOperands> ops = qdq_operands(*node, reason);
+      if (!ops) continue;
+      const std::string what = str_cat("MatMul '", node->name(), "' of QDQ operands as opfuse::FusedMatMulInteger");
+      if (!reason.empty()) {
+        context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
+        continue;
+      }
+      OPFUSE_TRY(rewrite_qdq_matmul(graph, node, *ops, quantized));
+      context.decide(application(std::string(kPass), what, {node->name()}, node->name() + "_fused"));
       changed = true;
       continue;
     }

@@ -9,7 +9,8 @@
 //
 // Shrink with lambd = bias = 0 is x for every x but 0 and NaN, which it makes 0 (ONNX: "otherwise
 // 0"), so Shrink(q - lo) + lo is q with NaN turned into the lowest step, as QuantizeLinear's
-// saturating conversion does, and the sum is q - z (integers below 2^9: exact). That is exactly
+// saturating conversion does, and the sum is q - z (integers below 2^9: exact; the steps are
+// passes/quantize_steps.h's, shared with integer_products_in_fp32). That is exactly
 // what the two reference kernels compute (the same division, rounding half to even, saturation
 // and single-rounding dequantization), but in float ops only: region fusion makes it one
 // generated kernel, and at O3 it stays in the blocked layout between convs, where the reference
@@ -22,6 +23,7 @@
 #include "ops/op_def.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
+#include "passes/quantize_steps.h"
 
 namespace opfuse {
 namespace {
@@ -32,13 +34,6 @@ bool is_op(const Node* node, std::string_view op) {
   return node != nullptr && node->domain().empty() && node->op_type() == op;
 }
 
-// The one value of a constant scalar input, or nullopt.
-std::optional<double> constant_scalar(const Node& node, size_t i, DType dtype) {
-  const Tensor* t = constant_data(node.input(i));
-  if (t == nullptr || t->numel() != 1 || t->dtype() != dtype) return std::nullopt;
-  return t->get_double(0);
-}
-
 // Why DequantizeLinear `dq`, which reads a QuantizeLinear, is not rewritten, or "": that
 // quantizes f32, and both have the same constant per-tensor scale and u8/i8 zero point.
 std::string refusal_reason(const Node& dq) {
@@ -47,13 +42,10 @@ std::string refusal_reason(const Node& dq) {
   // The integers' dtype is the output's (a zero point's, or opset 21's output_dtype, else u8).
   const DType qtype = q->output(0)->dtype;
   if (qtype != DType::kU8 && qtype != DType::kI8) return "the quantized values are not u8/i8";
-  const auto scale = constant_scalar(*q, 1, DType::kF32), dq_scale = constant_scalar(dq, 1, DType::kF32);
-  if (!scale || !dq_scale || *scale != *dq_scale) return "the scales are not one equal constant";
-  const auto zero_of = [&](const Node& n) -> std::optional<double> {
-    return n.input(2) == nullptr ? std::optional<double>(0.0) : constant_scalar(n, 2, qtype);
-  };
-  const auto z = zero_of(*q), dq_z = zero_of(dq);
-  if (!z || !dq_z || *z != *dq_z) return "the zero points are not one equal constant";
+  const auto p = constant_quantize_params(*q, qtype), dp = constant_quantize_params(dq, qtype);
+  if (!p || !dp) return "the scales and zero points are not constants of one value";
+  if (p->scale != dp->scale) return "the scales are not one equal constant";
+  if (p->zero != dp->zero) return "the zero points are not one equal constant";
   return "";
 }
 
@@ -72,30 +64,18 @@ Result<bool> run_quantize_pairs_in_fp32_pass(Graph& graph, PassContext& context)
       continue;
     }
     Value* x = q->input(0);
-    const bool u8 = q->output(0)->dtype == DType::kU8;
-    const float s = static_cast<float>(*constant_scalar(*q, 1, DType::kF32));
-    const float z = q->input(2) != nullptr ? static_cast<float>(constant_data(q->input(2))->get_double(0)) : 0.0f;
+    const QuantizeParams p = *constant_quantize_params(*q, q->output(0)->dtype);
     const std::string base = dq->name();
-    const auto constant = [&](const char* what, float v) {
-      return graph.add_constant(graph.unique_value_name(str_cat(base, "_", what)), Tensor::scalar<float>(v));
-    };
-    const auto op = [&](const char* type, std::vector<Value*> inputs, DType dtype, Attributes attrs = {}) -> Result<Value*> {
-      OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, std::move(inputs), {graph.unique_value_name(str_cat(base, "_", type))},
-                                                       std::move(attrs)));
-      n->output(0)->dtype = dtype;
+    OPFUSE_ASSIGN_OR_RETURN(Value * r, quantized_less_low(graph, x, p, base));
+    const auto op = [&](const char* type, Value* in, float v) -> Result<Value*> {
+      Value* c = graph.add_constant(graph.unique_value_name(str_cat(base, "_", type, "_operand")), Tensor::scalar<float>(v));
+      OPFUSE_ASSIGN_OR_RETURN(Node * n, graph.add_node(type, {in, c}, {graph.unique_value_name(str_cat(base, "_", type))}));
+      n->output(0)->dtype = DType::kF32;
       n->output(0)->shape = x->shape;
       return n->output(0);
     };
-    const float low = u8 ? 0.0f : -128.0f;
-    Value *lo = constant("low", low), *zero = constant("zero", z), *scale = constant("scale", s);
-    OPFUSE_ASSIGN_OR_RETURN(Value * t, op("Div", {x, scale}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(Value * r, op("Round", {t}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Add", {r, zero}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Clip", {r, lo, constant("high", u8 ? 255.0f : 127.0f)}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Sub", {r, lo}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Shrink", {r}, DType::kF32, {{"lambd", AttrValue(0.0f)}, {"bias", AttrValue(0.0f)}}));
-    OPFUSE_ASSIGN_OR_RETURN(r, op("Add", {r, constant("low_less_zero", low - z)}, DType::kF32));
-    OPFUSE_ASSIGN_OR_RETURN(Value * y, op("Mul", {r, scale}, DType::kF32));
+    OPFUSE_ASSIGN_OR_RETURN(r, op("Add", r, p.low() - p.zero));  // q - z
+    OPFUSE_ASSIGN_OR_RETURN(Value * y, op("Mul", r, p.scale));
     // y takes over the DequantizeLinear's readers and name (a graph output keeps its name).
     Value* old = dq->output(0);
     const std::string name = old->name();

@@ -145,6 +145,42 @@ TEST(IntegerProductsInFp32, AProductOfTwoComputedOperandsIsAnExactFloatMatMul) {
   }
 }
 
+// Static quantization's QDQ form around a MatMul (per-column int8 weights with zero points, a bias
+// and a Gelu after it, and the pair also read by another op): the integer anchor on cpu.gemm_i16,
+// within float rounding of eager mode, which multiplies the dequantized operands instead; NaN in x
+// becomes the lowest step in both.
+TEST(IntegerProductsInFp32, AQdqMatMulRunsOnTheIntegerAnchor) {
+  const std::string text = str_cat(R"(graph @main (%x: f32[9,33]) {
+  %wq: i8[33,20] = const [)", weights(33, 20, -128, 127), R"(]
+  %ws: f32[20] = const [)", weights(1, 20, 1, 9), R"(]
+  %wz: i8[20] = const [)", weights(1, 20, -9, 9), R"(]
+  %b: f32[20] = const [)", weights(1, 20, -3, 3), R"(]
+  %s: f32[] = const [0.03125]
+  %z: u8[] = const [117]
+  %xq = QuantizeLinear(%x, %s, %z)
+  %xd = DequantizeLinear(%xq, %s, %z)
+  %w = DequantizeLinear(%wq, %ws, %wz) {axis = 1}
+  %m = MatMul(%xd, %w)
+  %a = Add(%m, %b)
+  %y = Gelu(%a)
+  %side = Relu(%xd)
+  return %y, %side
+}
+)");
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  PassContext ctx;
+  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+  EXPECT_EQ(count_op(*g, "FusedMatMulInteger"), 1) << print_graph(*g);
+  EXPECT_EQ(count_op(*g, "MatMul") + count_op(*g, "QuantizeLinear") + count_op(*g, "DequantizeLinear"), 0) << print_graph(*g);
+  EXPECT_TRUE(decided(ctx, kRule, true, "of QDQ operands as opfuse::FusedMatMulInteger"));
+  for (const LevelRun& r : compile_at_every_level(text, 9, 4, 40, 1e30f)) {
+    SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
+    EXPECT_LE(r.run.diff, 1e-5);
+    EXPECT_EQ(r.run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(r.run.steps);
+  }
+}
+
 // IS-Net's form (uint8 weights with a zero point, here one per output channel), a 3x3 padded
 // ConvInteger, bias and Relu after the dequantization.
 const char* kQuantizedConv = R"(graph @main (%x: f32[1,8,6,6]) {

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """A QDQ-form variant of an ONNX model, the form of static quantization (onnxruntime's
 quantize_static default, and most exporters' quantized models), for timing opfuse on such
-models: every Conv with float weights reads its input through QuantizeLinear -> DequantizeLinear
-(uint8, one scale and zero point per tensor) and its weights through DequantizeLinear of int8
-weights (symmetric, one scale per output channel). Not calibrated: every activation gets the
+models: every Conv, and every MatMul of 2-d constant weights, with float weights reads its input
+through QuantizeLinear -> DequantizeLinear (uint8, one scale and zero point per tensor) and its
+weights through DequantizeLinear of int8 weights (symmetric, one scale per output channel: a
+Conv's first axis, a MatMul's columns). Not calibrated: every activation gets the
 same --scale (0.05) and zero point 128, so outputs are far from the float model's; only the
 structure and the work are real. Usage:
 
@@ -21,7 +22,9 @@ def quantize(model, scale):
     inits = {i.name: i for i in graph.initializer}
     nodes, count = [], 0
     for node in graph.node:
-        if node.op_type != "Conv" or node.input[1] not in inits:
+        conv = node.op_type == "Conv"
+        if not (conv or node.op_type == "MatMul") or node.input[1] not in inits or \
+                (not conv and len(inits[node.input[1]].dims) != 2):
             nodes.append(node)
             continue
         p = f"qdq{count}"
@@ -30,12 +33,16 @@ def quantize(model, scale):
         nodes += [helper.make_node("QuantizeLinear", [node.input[0], f"{p}_scale", f"{p}_zero"], [f"{p}_q"]),
                   helper.make_node("DequantizeLinear", [f"{p}_q", f"{p}_scale", f"{p}_zero"], [f"{p}_x"])]
         w = numpy_helper.to_array(inits[node.input[1]])
-        w_scale = (np.abs(w).reshape(w.shape[0], -1).max(1) / 127 + 1e-12).astype(np.float32)
-        wq = np.clip(np.round(w / w_scale.reshape(-1, *[1] * (w.ndim - 1))), -127, 127).astype(np.int8)
+        # Output channels: a Conv's first axis, a MatMul's columns.
+        channels = np.moveaxis(w, 0 if conv else 1, 0)
+        w_scale = (np.abs(channels).reshape(channels.shape[0], -1).max(1) / 127 + 1e-12).astype(np.float32)
+        shape = (-1,) + (1,) * (w.ndim - 1) if conv else (1, -1)
+        wq = np.clip(np.round(w / w_scale.reshape(shape)), -127, 127).astype(np.int8)
         graph.initializer.extend([numpy_helper.from_array(wq, f"{p}_wq"),
                                   numpy_helper.from_array(w_scale, f"{p}_wscale"),
-                                  numpy_helper.from_array(np.zeros(w.shape[0], np.int8), f"{p}_wzero")])
-        nodes.append(helper.make_node("DequantizeLinear", [f"{p}_wq", f"{p}_wscale", f"{p}_wzero"], [f"{p}_w"], axis=0))
+                                  numpy_helper.from_array(np.zeros(w_scale.shape[0], np.int8), f"{p}_wzero")])
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}_wq", f"{p}_wscale", f"{p}_wzero"], [f"{p}_w"],
+                                      axis=0 if conv else 1))
         node.input[0], node.input[1] = f"{p}_x", f"{p}_w"
         nodes.append(node)
         count += 1
@@ -46,4 +53,4 @@ if __name__ == "__main__":
     rewrite_model.main("quantize_qdq", __doc__, 13, "per-axis DequantizeLinear",
                        lambda parser: parser.add_argument("--scale", type=float, default=0.05),
                        lambda model, args: quantize(model, args.scale),
-                       lambda args, count: f"{args.output}: {count} convs in QDQ form")
+                       lambda args, count: f"{args.output}: {count} convs and products in QDQ form")
