@@ -36,6 +36,17 @@ TEST(ConvertKernels, CastBetweenFloatAndSmallIntegersIsExact) {
   auto widened = make_case("Cast", {In{{static_cast<int64_t>(specials.size())}, DType::kF16, {}, 0, 0}}, to(1));
   widened->inputs[0] = h[0];
   check_against_reference(*widened, "hwy.cast", 0, 0);
+  // f32 -> u8 / i8: truncation toward zero and the low byte, as the reference's conversion
+  // through int64; NaN, +-Inf and magnitudes of 2^31 and more give 0.
+  const std::vector<float> bytes = {kNaN, kInf, -kInf, 0.0f, -0.0f, 0.7f, -0.7f, 1.5f, -1.5f, 127.9f, 128.0f,
+                                    -128.0f, -129.0f, 255.0f, 256.0f, 257.5f, -300.25f, 1e6f, -1e6f, 2147483520.0f,
+                                    2147483648.0f, -2147483648.0f, 3e9f, 1e20f, -1e20f, 65537.0f, 200.0f};
+  for (int64_t code : {2, 3}) {
+    SCOPED_TRACE(code);
+    check_against_reference(*make_case("Cast", {In{{static_cast<int64_t>(bytes.size())}, DType::kF32, {}, 0, 0, bytes}}, to(code)),
+                            "hwy.cast", 0, 0);
+    check_against_reference(*make_case("Cast", {In{{100003}, DType::kF32, {}, -400, 400}}, to(code)), "hwy.cast", 0, 0);
+  }
   // Pairs without a vector path stay on the reference kernel.
   EXPECT_EQ(compile(*make_case("Cast", {In{{5}}}, to(7)))->name(), "reference");
 }

@@ -76,6 +76,31 @@ void F32ToF16(const float* src, uint16_t* dst, size_t n) {
   for (; i < n; ++i) dst[i] = float_to_half(src[i]).bits;
 }
 
+// f32 to u8 / i8 as the reference's Cast: truncation toward zero, then the low byte (a C++
+// conversion through int64); NaN and values of 2^31 or more in magnitude (multiples of 256 below
+// 2^63, INT64_MIN's low byte beyond, on x86) give 0. Quantized models' Casts of integer-valued
+// floats in range (the QDQ products' x) are the common case; the rest keeps bit parity.
+template <typename T>
+void F32ToByte(const float* src, T* dst, size_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<T, decltype(df)> dt;
+  const size_t lanes = hn::Lanes(df);
+  const auto limit = hn::Set(df, 2147483648.0f);
+  const auto byte = hn::Set(di, 0xFF), sign = hn::Set(di, 0x80);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(df, src + i);
+    const auto in_range = hn::Lt(hn::Abs(v), limit);  // false for NaN
+    auto b = hn::And(hn::ConvertTo(di, hn::IfThenElseZero(in_range, v)), byte);
+    if constexpr (std::is_signed_v<T>) b = hn::Sub(hn::Xor(b, sign), sign);  // the low byte as signed
+    hn::StoreU(hn::DemoteTo(dt, b), dt, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = element_from_double<T>(static_cast<double>(src[i]));
+}
+void F32ToU8(const float* src, uint8_t* dst, size_t n) { F32ToByte(src, dst, n); }
+void F32ToI8(const float* src, int8_t* dst, size_t n) { F32ToByte(src, dst, n); }
+
 // min(0, x...) and max(0, x...) over NaN-free lanes (NaN counts as 0, which is in the range).
 void RangeWithZero(const float* x, size_t n, float* lo, float* hi) {
   const hn::ScalableTag<float> d;
@@ -127,6 +152,8 @@ HWY_EXPORT(I8ToF32);
 HWY_EXPORT(I32ToF32);
 HWY_EXPORT(F16ToF32);
 HWY_EXPORT(F32ToF16);
+HWY_EXPORT(F32ToU8);
+HWY_EXPORT(F32ToI8);
 HWY_EXPORT(RangeWithZero);
 HWY_EXPORT(QuantizeU8);
 
@@ -159,6 +186,8 @@ void i8_to_f32(const int8_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(I8ToF
 void i32_to_f32(const int32_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(I32ToF32)(s, d, n); }
 void f16_to_f32(const uint16_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32)(s, d, n); }
 void f32_to_f16(const float* s, uint16_t* d, size_t n) { HWY_DYNAMIC_DISPATCH(F32ToF16)(s, d, n); }
+void f32_to_u8(const float* s, uint8_t* d, size_t n) { HWY_DYNAMIC_DISPATCH(F32ToU8)(s, d, n); }
+void f32_to_i8(const float* s, int8_t* d, size_t n) { HWY_DYNAMIC_DISPATCH(F32ToI8)(s, d, n); }
 
 const CastPath kCastPaths[] = {
     {DType::kU8, DType::kF32, erase<uint8_t, float, u8_to_f32>},
@@ -166,6 +195,8 @@ const CastPath kCastPaths[] = {
     {DType::kI32, DType::kF32, erase<int32_t, float, i32_to_f32>},
     {DType::kF16, DType::kF32, erase<uint16_t, float, f16_to_f32>},
     {DType::kF32, DType::kF16, erase<float, uint16_t, f32_to_f16>},
+    {DType::kF32, DType::kU8, erase<float, uint8_t, f32_to_u8>},
+    {DType::kF32, DType::kI8, erase<float, int8_t, f32_to_i8>},
 };
 
 std::optional<CastPath> cast_path(const Node& node) {
