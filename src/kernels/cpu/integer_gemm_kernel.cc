@@ -32,6 +32,7 @@
 #include <optional>
 
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/gemm_blocking.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/integer_gemm_kernel.h"
@@ -82,30 +83,9 @@ constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
 size_t IntGemmPanelWidth() { return kPanel; }
 size_t IntGemmTileRows() { return kTileRows; }
 
-// The epilogue over a stored tile of kPanel columns (see cpu.gemm's EpilogueTile).
+// The epilogue over a tile just stored (hwy_epilogue-inl.h), one function per target.
 HWY_NOINLINE void IntEpilogueTile(const IntTile& t, size_t rows) {
-  const VectorEpilogue& e = *t.epilogue;
-  const bool reads_residual = e.reads_residual && t.residual != nullptr;
-  if (!e.fast.empty()) {
-    const DFloat d;
-    for (size_t r = 0; r < rows; ++r) {
-      float* y = t.c + r * t.ldc;
-      const float* res = reads_residual ? t.residual + r * t.ldr : nullptr;
-      for (size_t v = 0; v < kPanel; v += kLanes) {
-        const auto x = hn::LoadU(d, y + v);
-        hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
-      }
-    }
-    return;
-  }
-  HWY_ALIGN float y[kTileRows * kPanel], res[kTileRows * kPanel];
-  HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
-  for (size_t r = 0; r < rows; ++r) {
-    std::memcpy(y + r * kPanel, t.c + r * t.ldc, kPanel * sizeof(float));
-    if (reads_residual) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, kPanel * sizeof(float));
-  }
-  RunEpilogue(e, y, reads_residual ? res : nullptr, rows * kPanel, slots);
-  for (size_t r = 0; r < rows; ++r) std::memcpy(t.c + r * t.ldc, y + r * kPanel, kPanel * sizeof(float));
+  EpilogueOverTile<kTileRows>(*t.epilogue, t.c, t.ldc, kLanes, t.residual, t.ldr, rows);
 }
 
 #if HWY_TARGET == HWY_SCALAR
@@ -397,33 +377,19 @@ class IntegerGemmKernel final : public Kernel {
         if (k_even_ != k_) to[k_] = 0;
       }
       // (the loop's barrier: every row is converted before any tile reads it)
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      // Split the panels when there are enough for every thread, else the rows in whole tiles.
-      int64_t p0 = 0, p1 = panels_, r0 = 0, r1 = m_;
-      if (panels_ >= 2 * nt || m_ < nt * mr_) {
-        p0 = panels_ * t / nt;
-        p1 = panels_ * (t + 1) / nt;
-      } else {
-        const int64_t tiles = (m_ + mr_ - 1) / mr_;
-        r0 = std::min(m_, tiles * t / nt * mr_);
-        r1 = std::min(m_, tiles * (t + 1) / nt * mr_);
-      }
+      const GemmShare share = gemm_share(panels_, m_, mr_, omp_get_thread_num(), omp_get_num_threads());
       run_block(reinterpret_cast<const int32_t*>(a16.get()), sums_ ? nullptr : scale.data(),
-                residual ? residual->data<float>() : nullptr, y, p0, p1, r0, r1);
+                residual ? residual->data<float>() : nullptr, y, share.p0, share.p1, share.r0, share.r1);
     }
     return Status::ok();
   }
 
  private:
-  // kc: one panel's K block (kc x NR int16) fills half of L1; mc: A's block (mc x kc int16)
-  // half of L2 (cpu.gemm's rule, with 2-byte elements). Both in k, even.
+  // gemm_blocking.h's blocks of int16, whole pairs of k.
   void choose_blocks(const Target& target) {
-    const int64_t l1 = target.l1d_bytes > 0 ? target.l1d_bytes : 32 * 1024;
-    const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
-    const int64_t kc_max = std::max<int64_t>(64, l1 / 2 / (nr_ * 2));
-    const int64_t k_blocks = (k_even_ + kc_max - 1) / kc_max;
-    kc_ = ((k_even_ + k_blocks - 1) / k_blocks + 1) / 2 * 2;
-    mc_ = std::max(mr_, l2 / 2 / (kc_ * 2) / mr_ * mr_);
+    const GemmBlocks b = gemm_blocks(target, k_even_, nr_, mr_, sizeof(int16_t), 2);
+    kc_ = b.kc;
+    mc_ = b.mc;
   }
 
   // Block [k0, k0 + kc) of every panel in turn (cpu.gemm's order), each as kc / 2 rows of 2 * NR int16.

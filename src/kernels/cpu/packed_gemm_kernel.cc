@@ -32,6 +32,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/constant_weights_product.h"
+#include "kernels/cpu/gemm_blocking.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
 #include "kernels/target_caps.h"
@@ -94,34 +95,9 @@ void CopyRow(const float* from, size_t from_group, float* to, size_t to_group, s
   if (width > kLanes) std::memcpy(to + to_group, from + from_group, (width - kLanes) * sizeof(float));
 }
 
-// The epilogue over a tile just stored (still in L1): vector by vector through the hand-written
-// post-ops, or the expression program over the tile gathered into one contiguous run (so its
-// jumps are paid once per tile). One function per target, not inlined into each tile size: the
-// post-op math inlined into every Tile instantiation made the sanitizer build of this file take
-// over 20 minutes and 9 GB.
+// The epilogue over a tile just stored (hwy_epilogue-inl.h), one function per target.
 HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
-  const VectorEpilogue& e = *t.epilogue;
-  const bool reads_residual = e.reads_residual && t.residual != nullptr;
-  if (!e.fast.empty()) {
-    const DF d;
-    for (size_t r = 0; r < rows; ++r) {
-      float* y = t.c + r * t.ldc;
-      const float* res = reads_residual ? t.residual + r * t.ldr : nullptr;
-      for (size_t v = 0; v < 2 * t.c_group; v += t.c_group) {
-        const VF x = hn::LoadU(d, y + v);
-        hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
-      }
-    }
-    return;
-  }
-  HWY_ALIGN float y[kTileRows * kPanel], res[kTileRows * kPanel];
-  HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
-  for (size_t r = 0; r < rows; ++r) {
-    CopyRow(t.c + r * t.ldc, t.c_group, y + r * kPanel, kLanes, kPanel);
-    if (reads_residual) CopyRow(t.residual + r * t.ldr, t.c_group, res + r * kPanel, kLanes, kPanel);
-  }
-  RunEpilogue(e, y, reads_residual ? res : nullptr, rows * kPanel, slots);
-  for (size_t r = 0; r < rows; ++r) CopyRow(y + r * kPanel, kLanes, t.c + r * t.ldc, t.c_group, kPanel);
+  EpilogueOverTile<kTileRows>(*t.epilogue, t.c, t.ldc, t.c_group, t.residual, t.ldr, rows);
 }
 
 // kRows x NR of Y: accumulate over the K block in registers, add the bias, store; then the
@@ -327,37 +303,21 @@ class PackedGemmKernel final : public Kernel {
     const int64_t threads = images_ * m_ * n_ * k_ >= kParallelMacs ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(static_cast<int>(threads)) if (threads > 1)
     {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      // Split the panels when there are enough for every thread (each then reads only its own
-      // share of the packed weights), else the rows in whole tiles.
-      int64_t p0 = 0, p1 = panels_, r0 = 0, r1 = m_;
-      if (panels_ >= 2 * nt || m_ < nt * mr_) {
-        p0 = panels_ * t / nt;
-        p1 = panels_ * (t + 1) / nt;
-      } else {
-        const int64_t tiles = (m_ + mr_ - 1) / mr_;
-        r0 = std::min(m_, tiles * t / nt * mr_);
-        r1 = std::min(m_, tiles * (t + 1) / nt * mr_);
-      }
+      const GemmShare share = gemm_share(panels_, m_, mr_, omp_get_thread_num(), omp_get_num_threads());
       for (int64_t i = 0; i < images_; ++i) {
-        run_block(a + i * m_ * k_, residual != nullptr ? residual + i * m_ * n_ : nullptr, y + i * m_ * n_, p0, p1,
-                  r0, r1);
+        run_block(a + i * m_ * k_, residual != nullptr ? residual + i * m_ * n_ : nullptr, y + i * m_ * n_, share.p0,
+                  share.p1, share.r0, share.r1);
       }
     }
     return Status::ok();
   }
 
  private:
-  // kc: one panel's K block (kc x NR floats) fills half of L1, the rest holds A's and Y's lines;
-  // mc: A's block (mc x kc floats) fills half of L2. K is cut into equal blocks.
+  // gemm_blocking.h's blocks of floats; blocked A's start on a channel group.
   void choose_blocks(const Target& target) {
-    const int64_t l1 = target.l1d_bytes > 0 ? target.l1d_bytes : 32 * 1024;
-    const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
-    const int64_t kc_max = std::max<int64_t>(64, l1 / 2 / (nr_ * 4));
-    const int64_t k_blocks = (k_ + kc_max - 1) / kc_max;
-    kc_ = (k_ + k_blocks - 1) / k_blocks;
-    if (blocked_) kc_ = (kc_ + lanes_ - 1) / lanes_ * lanes_;  // blocks start on a group
-    mc_ = std::max(mr_, l2 / 2 / (kc_ * 4) / mr_ * mr_);
+    const GemmBlocks b = gemm_blocks(target, k_, nr_, mr_, sizeof(float), blocked_ ? lanes_ : 1);
+    kc_ = b.kc;
+    mc_ = b.mc;
   }
 
   // Panel p holds columns [p * NR, p * NR + NR) of alpha * B as rows of NR floats, K block by

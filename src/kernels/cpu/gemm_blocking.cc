@@ -1,0 +1,33 @@
+// Blocks and thread shares of the packed-panel GEMMs (kernels/cpu/gemm_blocking.h).
+#include "kernels/cpu/gemm_blocking.h"
+
+#include <algorithm>
+
+namespace opfuse {
+
+GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panel_width, int64_t tile_rows,
+                       int64_t element_bytes, int64_t k_multiple) {
+  const int64_t l1 = target.l1d_bytes > 0 ? target.l1d_bytes : 32 * 1024;
+  const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
+  const int64_t kc_max = std::max<int64_t>(64, l1 / 2 / (panel_width * element_bytes));
+  const int64_t k_blocks = (k + kc_max - 1) / kc_max;
+  GemmBlocks b;
+  b.kc = ((k + k_blocks - 1) / k_blocks + k_multiple - 1) / k_multiple * k_multiple;
+  b.mc = std::max(tile_rows, l2 / 2 / (b.kc * element_bytes) / tile_rows * tile_rows);
+  return b;
+}
+
+GemmShare gemm_share(int64_t panels, int64_t m, int64_t tile_rows, int64_t t, int64_t nt) {
+  GemmShare s{0, panels, 0, m};
+  if (panels >= 2 * nt || m < nt * tile_rows) {
+    s.p0 = panels * t / nt;
+    s.p1 = panels * (t + 1) / nt;
+  } else {
+    const int64_t tiles = (m + tile_rows - 1) / tile_rows;
+    s.r0 = std::min(m, tiles * t / nt * tile_rows);
+    s.r1 = std::min(m, tiles * (t + 1) / nt * tile_rows);
+  }
+  return s;
+}
+
+}  // namespace opfuse

@@ -1,0 +1,28 @@
+// How the packed-panel GEMMs (cpu.gemm, kernels/cpu/packed_gemm_kernel.cc, and cpu.gemm_i16,
+// kernels/cpu/integer_gemm_kernel.cc) cut a product into cache-sized blocks and thread shares.
+#pragma once
+
+#include <cstdint>
+
+#include "core/target.h"
+
+namespace opfuse {
+
+struct GemmBlocks {
+  int64_t kc = 0;  // K block: one panel's kc x NR elements fill half of L1 (the rest holds A's and Y's lines)
+  int64_t mc = 0;  // rows of A per block: mc x kc elements fill half of L2, a multiple of MR
+};
+// K (of `element_bytes` elements, NR = `panel_width` columns, MR = `tile_rows`) cut into equal
+// blocks, each a multiple of `k_multiple` (a channel group of blocked A, a pair of int16 ...).
+GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panel_width, int64_t tile_rows,
+                       int64_t element_bytes, int64_t k_multiple);
+
+struct GemmShare {
+  int64_t p0 = 0, p1 = 0;  // panels [p0, p1)
+  int64_t r0 = 0, r1 = 0;  // rows [r0, r1)
+};
+// Thread t of nt: a share of the panels when there are enough for every thread (each then reads
+// only its own share of the packed weights), else of the rows in whole tiles.
+GemmShare gemm_share(int64_t panels, int64_t m, int64_t tile_rows, int64_t t, int64_t nt);
+
+}  // namespace opfuse
