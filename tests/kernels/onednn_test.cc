@@ -139,6 +139,9 @@ TEST(OneDnnConv, RandomShapes) {
 // convs, one tiny GEMM per group for grouped ones (Silero VAD's 258-channel depthwise conv over
 // 8 positions: 72 us on gemm:jit).
 TEST(OneDnnConv, OneDimensionalConvsRunDirectKernels) {
+  // oneDNN 2.6 has no direct kernel for these plain-layout convs below AVX2 (its sse41 tier runs
+  // them as gemm: `OPFUSE_TARGET=sse41`).
+  if (active_target().isa < IsaTier::kAvx2) GTEST_SKIP() << "no direct oneDNN kernel below AVX2";
   std::mt19937 gen(9);
   struct Case {
     const char* name;

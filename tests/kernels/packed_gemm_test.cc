@@ -36,8 +36,10 @@ KernelImpl impl_for(std::string_view op) {
   return packed_fused_gemm_kernel();
 }
 
-// Creates cpu.gemm for the node and compares it with the reference (1e-5 of the largest
-// magnitude: only the summation order differs; NaN must meet NaN).
+// Creates cpu.gemm for the node and compares it with the reference (2e-5 of the largest
+// magnitude: only the summation order differs, and a bounded activation after K = 768 sums of
+// magnitude ~30 keeps their ~1e-5 rounding while its own largest value is 1: tanh read 9.5e-6 on
+// AVX2, 1.2e-5 at the SSE4 tier; NaN must meet NaN).
 void check(const std::string& op, std::vector<Arg> args, const Attributes& attrs, const std::string& what,
            int threads = 2) {
   SCOPED_TRACE(str_cat(op, " ", what));
@@ -51,7 +53,7 @@ void check(const std::string& op, std::vector<Arg> args, const Attributes& attrs
   omp_set_num_threads(threads);
   const Tensor got = n->run(**kernel);
   omp_set_num_threads(saved);
-  EXPECT_LE(max_relative_difference(got, want), 1e-5);
+  EXPECT_LE(max_relative_difference(got, want), 2e-5);
 }
 
 TEST(PackedGemm, ShapesMatchTheReference) {
