@@ -57,16 +57,22 @@ inline TensorMap random_inputs(const Graph& g, uint64_t first_seed, float lo = -
 // Parses `text` and runs `level`'s pipeline with the fusion rule `rule` switched off, as
 // `--disable RULE` does; the graph after it, with the passes' decisions in `ctx`. Failures are
 // test failures (the graph is then empty).
-inline Graph pipeline_without_rule(const std::string& text, OptLevel level, const std::string& rule,
-                                   PassContext& ctx) {
+// `text` parsed and run through the pipeline at `level` (failures reported as test failures;
+// an empty graph then).
+inline Graph pipeline_at(const std::string& text, OptLevel level, PassContext& ctx, const PipelineOptions& options = {}) {
   auto g = parse_graph(text);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   if (!g.is_ok()) return Graph();
-  PipelineOptions options;
-  options.fusion.disabled_rules.insert(rule);
   const Status s = run_pipeline(*g, level, options, ctx);
   EXPECT_TRUE(s.is_ok()) << s.message();
   return std::move(*g);
+}
+
+inline Graph pipeline_without_rule(const std::string& text, OptLevel level, const std::string& rule,
+                                   PassContext& ctx) {
+  PipelineOptions options;
+  options.fusion.disabled_rules.insert(rule);
+  return pipeline_at(text, level, ctx, options);
 }
 
 // What compiling a graph at a level and running it did.

@@ -63,19 +63,29 @@ TensorMap extremes(const Graph& g) {
   return in;
 }
 
+// `text` compiled at O1 and O3, on random inputs and on the extremes: exactly eager mode's outputs,
+// with `steps` steps naming `kernel`.
+void expect_exact_at_o1_and_o3(const std::string& text, std::string_view kernel, size_t steps) {
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+    SCOPED_TRACE(static_cast<int>(level));
+    for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
+      EXPECT_EQ(run.diff, 0.0);
+      EXPECT_EQ(run.steps_running(kernel), steps) << ::testing::PrintToString(run.steps);
+    }
+  }
+}
+
 // The product, its dequantization and bias become one opfuse::FusedMatMulInteger on cpu.gemm_i16:
 // the same float steps in the same order as eager mode, so bit for bit equal to it, here over
 // row tiles, K and N that do not divide into the kernel's (13 rows, odd K, a narrow last panel),
 // with a residual Add and a Relu that become its epilogue at O2.
 TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductIsOneExactIntegerAnchor) {
   const std::string text = quantized_graph({.m = 13, .k = 41, .n = 24, .residual = true, .tail = "Relu"});
-  auto g = parse_graph(text);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "FusedMatMulInteger"), 1) << print_graph(*g);
-  for (std::string_view op : {"MatMulInteger", "Cast", "Mul"}) EXPECT_EQ(count_op(*g, op), 0) << op << "\n" << print_graph(*g);
-  EXPECT_EQ(count_op(*g, "Add"), 1) << print_graph(*g);  // the residual's, an epilogue from O2
+  const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
+  EXPECT_EQ(count_op(g, "FusedMatMulInteger"), 1) << print_graph(g);
+  for (std::string_view op : {"MatMulInteger", "Cast", "Mul"}) EXPECT_EQ(count_op(g, op), 0) << op << "\n" << print_graph(g);
+  EXPECT_EQ(count_op(g, "Add"), 1) << print_graph(g);  // the residual's, an epilogue from O2
   EXPECT_TRUE(decided(ctx, kRule, true, "as opfuse::FusedMatMulInteger"));
   for (const LevelRun& r : compile_at_every_level(text, 5, 7, 30, 1e30f)) {
     SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
@@ -85,20 +95,13 @@ TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductIsOneExactIntegerAnchor)
       for (const std::string& step : r.run.steps) EXPECT_FALSE(step.starts_with("Relu node") || step.starts_with("Add node")) << step;
     }
   }
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) EXPECT_EQ(compile_and_compare(text, level, extremes).diff, 0.0);
+  expect_exact_at_o1_and_o3(text, "cpu.gemm_i16", 1);
 }
 
 // Several K blocks (partial sums kept in Y between them), int8 weights at both ends of their
 // range, a row count below one tile and a tail the vector epilogue runs as a program (Gelu).
 TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
-  const std::string text = quantized_graph({.m = 5, .k = 1203, .n = 40, .i8 = true, .tail = "Gelu"});
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
-    SCOPED_TRACE(static_cast<int>(level));
-    for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
-      EXPECT_EQ(run.diff, 0.0);
-      EXPECT_EQ(run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
-    }
-  }
+  expect_exact_at_o1_and_o3(quantized_graph({.m = 5, .k = 1203, .n = 40, .i8 = true, .tail = "Gelu"}), "cpu.gemm_i16", 1);
 }
 
 // Sums only cast to float: the anchor with scales of 1, exact, also with x quantized to the ends
@@ -106,14 +109,8 @@ TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
 // sums would round and the Cast of the exact int32 sum rounds once.
 TEST(IntegerProductsInFp32, UnscaledSumsAreExact) {
   for (int64_t k : {40, 1203}) {
-    const std::string text = quantized_graph({.k = k, .n = 8, .scaled = false});
-    for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
-      SCOPED_TRACE(str_cat("K ", k, " level ", static_cast<int>(level)));
-      for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
-        EXPECT_EQ(run.diff, 0.0);
-        EXPECT_EQ(run.steps_running("cpu.gemm_i16"), 1u) << ::testing::PrintToString(run.steps);
-      }
-    }
+    SCOPED_TRACE(str_cat("K ", k));
+    expect_exact_at_o1_and_o3(quantized_graph({.k = k, .n = 8, .scaled = false}), "cpu.gemm_i16", 1);
   }
 }
 
@@ -130,19 +127,11 @@ TEST(IntegerProductsInFp32, AProductOfTwoComputedOperandsIsAnExactFloatMatMul) {
   return %y
 }
 )";
-  auto g = parse_graph(text);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "MatMulInteger"), 0) << print_graph(*g);
+  const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
+  EXPECT_EQ(count_op(g, "MatMulInteger"), 0) << print_graph(g);
   EXPECT_TRUE(decided(ctx, kRule, true, "of computed operands as a float32 MatMul"));
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
-    SCOPED_TRACE(static_cast<int>(level));
-    for (const CompiledRun& run : {compile_and_compare(text, level), compile_and_compare(text, level, extremes)}) {
-      EXPECT_EQ(run.diff, 0.0);
-      EXPECT_EQ(run.steps_running("MatMulInteger node"), 0u) << ::testing::PrintToString(run.steps);
-    }
-  }
+  expect_exact_at_o1_and_o3(text, "MatMulInteger node", 0);
 }
 
 // Static quantization's QDQ form around a MatMul (per-column int8 weights with zero points, a bias
@@ -167,12 +156,10 @@ TEST(IntegerProductsInFp32, AQdqMatMulRunsOnTheIntegerAnchor) {
   return %y, %side
 }
 )");
-  auto g = parse_graph(text);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "FusedMatMulInteger"), 1) << print_graph(*g);
-  EXPECT_EQ(count_op(*g, "MatMul") + count_op(*g, "QuantizeLinear") + count_op(*g, "DequantizeLinear"), 0) << print_graph(*g);
+  const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
+  EXPECT_EQ(count_op(g, "FusedMatMulInteger"), 1) << print_graph(g);
+  EXPECT_EQ(count_op(g, "MatMul") + count_op(g, "QuantizeLinear") + count_op(g, "DequantizeLinear"), 0) << print_graph(g);
   EXPECT_TRUE(decided(ctx, kRule, true, "of QDQ operands as opfuse::FusedMatMulInteger"));
   for (const LevelRun& r : compile_at_every_level(text, 9, 4, 40, 1e30f)) {
     SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
@@ -210,14 +197,12 @@ std::string quantized_conv() {
 TEST(IntegerProductsInFp32, ConvIntegerRunsAsAFloatConvBelowVnni) {
   for (IsaTier isa : {IsaTier::kAvx2, IsaTier::kAvx512Core, IsaTier::kAvx512CoreVnni}) {
     SCOPED_TRACE(std::string(isa_tier_name(isa)));
-    auto g = parse_graph(quantized_conv());
-    ASSERT_TRUE(g.is_ok()) << g.status().message();
     PassContext ctx;
     ctx.target.isa = isa;
-    ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+    const Graph g = pipeline_at(quantized_conv(), OptLevel::kO1, ctx);
     const bool vnni = isa >= IsaTier::kAvx512CoreVnni;
-    EXPECT_EQ(count_op(*g, "ConvInteger"), vnni ? 1 : 0) << print_graph(*g);
-    EXPECT_EQ(count_op(*g, "Conv"), vnni ? 0 : 1) << print_graph(*g);
+    EXPECT_EQ(count_op(g, "ConvInteger"), vnni ? 1 : 0) << print_graph(g);
+    EXPECT_EQ(count_op(g, "Conv"), vnni ? 0 : 1) << print_graph(g);
     EXPECT_EQ(decided(ctx, kRule, true, "scales folded into its operands"), !vnni);
     EXPECT_EQ(decided(ctx, kRule, false, "VNNI"), vnni);
   }
@@ -269,15 +254,13 @@ TEST(IntegerProductsInFp32, QLinearConvWithinOneStepAndQLinearMatMulExact) {
   for (bool conv : {true, false}) {
     SCOPED_TRACE(conv ? "QLinearConv" : "QLinearMatMul");
     const std::string text = qlinear_graph(conv);
-    auto g = parse_graph(text);
-    ASSERT_TRUE(g.is_ok()) << g.status().message();
     PassContext ctx;
-    ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
+    const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
     for (const PassDecision& d : ctx.decisions) {
       EXPECT_TRUE(d.pass != kRule || d.applied) << d.what << ": " << d.reason;
     }
-    EXPECT_EQ(count_op(*g, conv ? "QLinearConv" : "QLinearMatMul"), 0) << print_graph(*g);
-    EXPECT_EQ(count_op(*g, conv ? "Conv" : "FusedMatMulInteger"), 1) << print_graph(*g);
+    EXPECT_EQ(count_op(g, conv ? "QLinearConv" : "QLinearMatMul"), 0) << print_graph(g);
+    EXPECT_EQ(count_op(g, conv ? "Conv" : "FusedMatMulInteger"), 1) << print_graph(g);
     for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
       SCOPED_TRACE(static_cast<int>(level));
       const CompiledRun run = compile_and_compare(text, level, bytes);
@@ -300,11 +283,9 @@ TEST(IntegerProductsInFp32, QLinearConvWithinOneStepAndQLinearMatMulExact) {
 TEST(IntegerProductsInFp32, QLinearWithAZeroOutputScaleStays) {
   std::string text = qlinear_graph(false);
   text.replace(text.find("%ys: f32[] = const [0.4]"), 24, "%ys: f32[] = const [0]");
-  auto g = parse_graph(text);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO1, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "QLinearMatMul"), 1) << print_graph(*g);
+  const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
+  EXPECT_EQ(count_op(g, "QLinearMatMul"), 1) << print_graph(g);
   EXPECT_TRUE(decided(ctx, kRule, false, "zero y_scale"));
 }
 
@@ -334,11 +315,9 @@ TEST(IntegerProductsInFp32, IntegerSumsReadAsIntegersStayIntegers) {
   return %y
 }
 )");
-  auto g = parse_graph(text);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
   PassContext ctx;
-  ASSERT_TRUE(run_pipeline(*g, OptLevel::kO2, {}, ctx).is_ok());
-  EXPECT_EQ(count_op(*g, "MatMulInteger"), 1) << print_graph(*g);
+  const Graph g = pipeline_at(text, OptLevel::kO2, ctx);
+  EXPECT_EQ(count_op(g, "MatMulInteger"), 1) << print_graph(g);
   EXPECT_TRUE(decided(ctx, kRule, false, "the int32 sums are read by Add"));
   const auto bytes = [](const Graph& graph) {
     Tensor x = Tensor::zeros(DType::kU8, *static_dims(*graph.inputs()[0]->shape)).value();

@@ -35,22 +35,32 @@ namespace opfuse::hwy_cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// dst = f(src) over n elements: `vector_step(s, d)` converts one vector of f32 lanes from s to d,
+// `scalar_step(x)` one element of the tail.
+template <typename S, typename D, class VectorStep, class ScalarStep>
+HWY_INLINE void ConvertLoop(const S* src, D* dst, size_t n, VectorStep vector_step, ScalarStep scalar_step) {
+  const size_t lanes = hn::Lanes(hn::ScalableTag<float>());
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) vector_step(src + i, dst + i);
+  for (; i < n; ++i) dst[i] = scalar_step(src[i]);
+}
+
 // Integers (u8, i8, i32) to f32: exact for the small types, nearest even for large i32.
 template <typename T>
 void IntToF32(const T* src, float* dst, size_t n) {
   const hn::ScalableTag<float> df;
   const hn::Rebind<T, decltype(df)> dt;
   const hn::Rebind<int32_t, decltype(df)> di;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    if constexpr (std::is_same_v<T, int32_t>) {
-      hn::StoreU(hn::ConvertTo(df, hn::LoadU(di, src + i)), df, dst + i);
-    } else {
-      hn::StoreU(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(dt, src + i))), df, dst + i);
-    }
-  }
-  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+  ConvertLoop(
+      src, dst, n,
+      [&](const T* s, float* d) HWY_ATTR {
+        if constexpr (std::is_same_v<T, int32_t>) {
+          hn::StoreU(hn::ConvertTo(df, hn::LoadU(di, s)), df, d);
+        } else {
+          hn::StoreU(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(dt, s))), df, d);
+        }
+      },
+      [](T x) { return static_cast<float>(x); });
 }
 void U8ToF32(const uint8_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
 void I8ToF32(const int8_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
@@ -58,7 +68,7 @@ void I32ToF32(const int32_t* src, float* dst, size_t n) { IntToF32(src, dst, n);
 
 // Below AVX2 Highway 1.0.3 emulates float16 conversions without F16C, and gets NaN, Inf and
 // overflow wrong (at `--target sse41` NaN became 98304 widened and 0xC000 narrowed, Inf 65536 and
-// 0x8000): there the reference conversions, element by element.
+// 0x8000): there each vector's lanes take the reference conversion.
 #if HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_SCALAR
 #define OPFUSE_EMULATED_F16 1
 #else
@@ -66,31 +76,35 @@ void I32ToF32(const int32_t* src, float* dst, size_t n) { IntToF32(src, dst, n);
 #endif
 
 void F16ToF32(const uint16_t* src, float* dst, size_t n) {
-  if constexpr (OPFUSE_EMULATED_F16) {
-    for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(Half{src[i]});
-    return;
-  }
+  const auto scalar = [](uint16_t h) { return half_to_float(Half{h}); };
   const hn::ScalableTag<float> df;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-  const auto* h = reinterpret_cast<const hwy::float16_t*>(src);
-  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, h + i)), df, dst + i);
-  for (; i < n; ++i) dst[i] = half_to_float(Half{src[i]});
+  ConvertLoop(
+      src, dst, n,
+      [&](const uint16_t* s, float* d) HWY_ATTR {
+        if constexpr (OPFUSE_EMULATED_F16) {
+          for (size_t i = 0; i < hn::Lanes(df); ++i) d[i] = scalar(s[i]);
+        } else {
+          hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(s))), df, d);
+        }
+      },
+      scalar);
 }
 
 void F32ToF16(const float* src, uint16_t* dst, size_t n) {
-  if constexpr (OPFUSE_EMULATED_F16) {
-    for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]).bits;
-    return;
-  }
+  const auto scalar = [](float x) { return float_to_half(x).bits; };
   const hn::ScalableTag<float> df;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-  auto* h = reinterpret_cast<hwy::float16_t*>(dst);
-  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
-  for (; i < n; ++i) dst[i] = float_to_half(src[i]).bits;
+  ConvertLoop(
+      src, dst, n,
+      [&](const float* s, uint16_t* d) HWY_ATTR {
+        if constexpr (OPFUSE_EMULATED_F16) {
+          for (size_t i = 0; i < hn::Lanes(df); ++i) d[i] = scalar(s[i]);
+        } else {
+          hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, s)), dh, reinterpret_cast<hwy::float16_t*>(d));
+        }
+      },
+      scalar);
 }
 #undef OPFUSE_EMULATED_F16
 
@@ -103,18 +117,18 @@ void F32ToByte(const float* src, T* dst, size_t n) {
   const hn::ScalableTag<float> df;
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<T, decltype(df)> dt;
-  const size_t lanes = hn::Lanes(df);
   const auto limit = hn::Set(df, 2147483648.0f);
   const auto byte = hn::Set(di, 0xFF), sign = hn::Set(di, 0x80);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::LoadU(df, src + i);
-    const auto in_range = hn::Lt(hn::Abs(v), limit);  // false for NaN
-    auto b = hn::And(hn::ConvertTo(di, hn::IfThenElseZero(in_range, v)), byte);
-    if constexpr (std::is_signed_v<T>) b = hn::Sub(hn::Xor(b, sign), sign);  // the low byte as signed
-    hn::StoreU(hn::DemoteTo(dt, b), dt, dst + i);
-  }
-  for (; i < n; ++i) dst[i] = element_from_double<T>(static_cast<double>(src[i]));
+  ConvertLoop(
+      src, dst, n,
+      [&](const float* s, T* d) HWY_ATTR {
+        const auto v = hn::LoadU(df, s);
+        const auto in_range = hn::Lt(hn::Abs(v), limit);  // false for NaN
+        auto b = hn::And(hn::ConvertTo(di, hn::IfThenElseZero(in_range, v)), byte);
+        if constexpr (std::is_signed_v<T>) b = hn::Sub(hn::Xor(b, sign), sign);  // the low byte as signed
+        hn::StoreU(hn::DemoteTo(dt, b), dt, d);
+      },
+      [](float x) { return element_from_double<T>(static_cast<double>(x)); });
 }
 void F32ToU8(const float* src, uint8_t* dst, size_t n) { F32ToByte(src, dst, n); }
 void F32ToI8(const float* src, int8_t* dst, size_t n) { F32ToByte(src, dst, n); }

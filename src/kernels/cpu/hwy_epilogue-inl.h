@@ -1,8 +1,8 @@
 // The vector epilogue (hwy_epilogue.h) per Highway target: the hand-written post-ops on one
 // vector, and the expression program over a contiguous run of floats. Shared by the in-place
-// epilogue pass (hwy_epilogue.cc) and the kernels that apply an epilogue to a tile they just
-// stored (packed_gemm_kernel.cc, integer_gemm_kernel.cc: EpilogueOverTile). Included once per target by foreach_target.h, hence the
-// toggling include guard. The hand-written forms follow the op records' expressions, NaN and
+// epilogue pass (hwy_epilogue.cc) and the GEMMs that apply an epilogue to a tile they just
+// stored (gemm_tile-inl.h). Included once per target by foreach_target.h, hence the toggling
+// include guard. The hand-written forms follow the op records' expressions, NaN and
 // Inf included (tests/kernels/hwy_epilogue_test.cc checks them against those).
 #if defined(OPFUSE_KERNELS_CPU_HWY_EPILOGUE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef OPFUSE_KERNELS_CPU_HWY_EPILOGUE_INL_H_
@@ -158,45 +158,6 @@ HWY_INLINE void RunEpilogue(const VectorEpilogue& e, float* HWY_RESTRICT y, cons
     if (result == y + j) continue;
     for (size_t k = 0; k < len; ++k) y[j + k] = result[k * step[count - 1] / N];
   }
-}
-
-// The epilogue over a GEMM tile just stored (still in L1): `rows` rows of two vectors at `c`
-// (rows `ldc` floats apart, the second vector `c_group` floats after the first: one vector in a
-// row-major Y, a channel group in a blocked one), the residual likewise at `residual` / `ldr`.
-// Vector by vector through the hand-written post-ops, or the expression program over the tile
-// gathered into one contiguous run (so its jumps are paid once per tile). For cpu.gemm and
-// cpu.gemm_i16, each of which calls it from one HWY_NOINLINE function per target: the post-op
-// math inlined into every tile size made the sanitizer build of a kernel take over 20 minutes.
-template <size_t kMaxRows>
-HWY_INLINE void EpilogueOverTile(const VectorEpilogue& e, float* c, size_t ldc, size_t c_group,
-                                 const float* residual, size_t ldr, size_t rows) {
-  const DF d;
-  constexpr size_t kVector = hn::MaxLanes(DF()), kWidth = 2 * kVector;
-  const bool reads_residual = e.reads_residual && residual != nullptr;
-  if (!e.fast.empty()) {
-    for (size_t r = 0; r < rows; ++r) {
-      float* y = c + r * ldc;
-      const float* res = reads_residual ? residual + r * ldr : nullptr;
-      for (size_t v = 0; v < 2 * c_group; v += c_group) {
-        const VF x = hn::LoadU(d, y + v);
-        hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, y + v);
-      }
-    }
-    return;
-  }
-  // Between the tile's layout (vectors c_group apart) and one contiguous run.
-  const auto copy_row = [&](const float* from, size_t from_group, float* to, size_t to_group) {
-    std::memcpy(to, from, kVector * sizeof(float));
-    std::memcpy(to + to_group, from + from_group, kVector * sizeof(float));
-  };
-  HWY_ALIGN float y[kMaxRows * kWidth], res[kMaxRows * kWidth];
-  HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
-  for (size_t r = 0; r < rows; ++r) {
-    copy_row(c + r * ldc, c_group, y + r * kWidth, kVector);
-    if (reads_residual) copy_row(residual + r * ldr, c_group, res + r * kWidth, kVector);
-  }
-  RunEpilogue(e, y, reads_residual ? res : nullptr, rows * kWidth, slots);
-  for (size_t r = 0; r < rows; ++r) copy_row(y + r * kWidth, kVector, c + r * ldc, c_group);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -63,7 +63,7 @@ struct IntTile {
 #define HWY_TARGET_INCLUDE "kernels/cpu/integer_gemm_kernel.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "kernels/cpu/hwy_epilogue-inl.h"
+#include "kernels/cpu/gemm_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace opfuse::hwy_cpu {
@@ -73,19 +73,18 @@ using DI = hn::ScalableTag<int32_t>;
 using DFloat = hn::Repartition<float, DI>;
 using VI = hn::Vec<DI>;
 
-constexpr size_t kLanes = hn::MaxLanes(DI());
-constexpr size_t kPanel = 2 * kLanes;  // NR
-// MR: 4 * MR accumulator vectors would not fit; the odd-lane sums of ReorderWidenMulAccumulate
-// are unused on x86 (vpmaddwd adds each pair itself) and the compiler drops them, so, as in
-// cpu.gemm, 2 * MR accumulators + 2 B vectors + 1 broadcast fill the register file.
-constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
+// The tile's geometry (gemm_tile-inl.h): cpu.gemm's, whose accumulators are 32-bit lanes too. The
+// odd-lane sums of ReorderWidenMulAccumulate are unused on x86 (vpmaddwd adds each pair itself)
+// and the compiler drops them, so 2 * MR accumulators + 2 B vectors + 1 broadcast fill the
+// register file as in cpu.gemm.
+constexpr size_t kLanes = kGemmLanes, kPanel = kGemmPanel, kTileRows = kGemmTileRows;
 
 size_t IntGemmPanelWidth() { return kPanel; }
 size_t IntGemmTileRows() { return kTileRows; }
 
-// The epilogue over a tile just stored (hwy_epilogue-inl.h), one function per target.
+// The epilogue over a tile just stored (gemm_tile-inl.h), one function per target.
 HWY_NOINLINE void IntEpilogueTile(const IntTile& t, size_t rows) {
-  EpilogueOverTile<kTileRows>(*t.epilogue, t.c, t.ldc, kLanes, t.residual, t.ldr, rows);
+  EpilogueOverTile(*t.epilogue, TileRows{t.c, t.ldc, kLanes, t.residual, t.ldr}, rows);
 }
 
 #if HWY_TARGET == HWY_SCALAR
@@ -175,47 +174,20 @@ HWY_INLINE void Tile(const IntTile& t) {
 }
 #endif
 
-template <size_t kRows>
-HWY_INLINE void TileOfRows(size_t rows, const IntTile& t) {
-  if constexpr (kRows > 0) {
-    if (rows == kRows) return Tile<kRows>(t);
-    TileOfRows<kRows - 1>(rows, t);
-  }
-}
-
-// `rows` rows of one panel's K block, of which the first `width` columns are Y's: the narrower
-// last panel goes through a tile-sized buffer, so no store or load reaches past Y's row.
+// `rows` rows of one panel's K block, of which the first `width` columns are Y's (the last
+// panel is narrower), in tiles (gemm_tile-inl.h's PanelTiles).
 void IntGemmPanelRows(const IntTile& tile, size_t rows, size_t width) {
-  for (size_t r0 = 0; r0 < rows; r0 += kTileRows) {
-    const size_t n = std::min(kTileRows, rows - r0);
+  const TileRows y{tile.c, tile.ldc, kLanes, tile.residual, tile.ldr};
+  PanelTiles(y, rows, width, tile.accumulate, [&](const TileRows& out, size_t r0, size_t n) HWY_ATTR {
     IntTile t = tile;
     t.a += r0 * t.lda;
-    t.c += r0 * t.ldc;
-    if (t.residual != nullptr) t.residual += r0 * t.ldr;
-    HWY_ALIGN float c[kTileRows * kPanel], res[kTileRows * kPanel];
-    float* const y = t.c;
-    if (width < kPanel) {
-      std::fill(c, c + kTileRows * kPanel, 0.0f);
-      for (size_t r = 0; r < n; ++r) {
-        if (t.accumulate) std::memcpy(c + r * kPanel, y + r * t.ldc, width * sizeof(float));
-        if (t.residual != nullptr) std::memcpy(res + r * kPanel, t.residual + r * t.ldr, width * sizeof(float));
-      }
-      t.c = c;
-      t.ldc = kPanel;
-      if (t.residual != nullptr) {
-        t.residual = res;
-        t.ldr = kPanel;
-      }
-    }
-    if (n == kTileRows) {
-      Tile<kTileRows>(t);
-    } else {
-      TileOfRows<kTileRows - 1>(n, t);
-    }
-    if (width < kPanel) {
-      for (size_t r = 0; r < n; ++r) std::memcpy(y + r * tile.ldc, c + r * kPanel, width * sizeof(float));
-    }
-  }
+    t.c = out.c;
+    t.ldc = out.ldc;
+    t.residual = out.residual;
+    t.ldr = out.ldr;
+    if (n == kTileRows) return Tile<kTileRows>(t);
+    WithRowCount<kTileRows - 1>(n, [&](auto k) HWY_ATTR { Tile<decltype(k)::value>(t); });
+  });
 }
 
 }  // namespace HWY_NAMESPACE

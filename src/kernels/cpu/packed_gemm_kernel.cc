@@ -71,7 +71,7 @@ struct GemmTile {
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "kernels/cpu/hwy_epilogue-inl.h"
+#include "kernels/cpu/gemm_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace opfuse::hwy_cpu {
@@ -80,24 +80,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-constexpr size_t kLanes = hn::MaxLanes(DF());
-constexpr size_t kPanel = 2 * kLanes;  // NR
-// MR: rows per tile. 2 * MR accumulators + 2 B vectors + 1 broadcast fit the register file
-// (16 vector registers below AVX-512: 6 rows; 32 with it: 12 rows).
-constexpr size_t kTileRows = kLanes >= 16 ? 12 : 6;
+// The tile's geometry (gemm_tile-inl.h): NR = two vectors, MR rows.
+constexpr size_t kLanes = kGemmLanes, kPanel = kGemmPanel, kTileRows = kGemmTileRows;
 
 size_t GemmPanelWidth() { return kPanel; }
 size_t GemmTileRows() { return kTileRows; }
 
-// The first `width` columns of a tile row, between layouts whose two vectors are `*_group` apart.
-void CopyRow(const float* from, size_t from_group, float* to, size_t to_group, size_t width) {
-  std::memcpy(to, from, std::min(width, kLanes) * sizeof(float));
-  if (width > kLanes) std::memcpy(to + to_group, from + from_group, (width - kLanes) * sizeof(float));
-}
-
-// The epilogue over a tile just stored (hwy_epilogue-inl.h), one function per target.
+// The epilogue over a tile just stored (gemm_tile-inl.h), one function per target.
 HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
-  EpilogueOverTile<kTileRows>(*t.epilogue, t.c, t.ldc, t.c_group, t.residual, t.ldr, rows);
+  EpilogueOverTile(*t.epilogue, TileRows{t.c, t.ldc, t.c_group, t.residual, t.ldr}, rows);
 }
 
 // kRows x NR of Y: accumulate over the K block in registers, add the bias, store; then the
@@ -179,64 +170,35 @@ HWY_INLINE void Tile(const GemmTile& t) {
   if (t.epilogue != nullptr) EpilogueTile(t, kRows);
 }
 
-// The last rows % MR of a panel: one instantiation per count.
-template <size_t kRows, bool kBlocked>
-HWY_INLINE void TileOfRows(size_t rows, const GemmTile& t) {
-  if constexpr (kRows > 0) {
-    if (rows == kRows) return Tile<kRows, false, kBlocked>(t);
-    TileOfRows<kRows - 1, kBlocked>(rows, t);
-  }
-}
-
 // `rows` rows of one panel's K block, of which the first `width` columns are Y's (the last
-// panel is narrower): full panels write Y directly; a narrow one goes through a tile-sized
-// buffer, so no store or load reaches past Y's row.
+// panel is narrower), in tiles (gemm_tile-inl.h's PanelTiles).
 template <bool kBlocked>
 void PanelRows(const GemmTile& tile, size_t rows, size_t width) {
-  for (size_t r0 = 0; r0 < rows; r0 += kTileRows) {
-    const size_t n = std::min(kTileRows, rows - r0);
+  const TileRows y{tile.c, tile.ldc, tile.c_group, tile.residual, tile.ldr};
+  PanelTiles(y, rows, width, tile.accumulate, [&](const TileRows& out, size_t r0, size_t n) HWY_ATTR {
     GemmTile t = tile;
     t.a += r0 * t.lda;
-    t.c += r0 * t.ldc;
-    if (t.residual != nullptr) t.residual += r0 * t.ldr;
-    HWY_ALIGN float c[kTileRows * kPanel], res[kTileRows * kPanel];
-    float* const y = t.c;
-    if (width < kPanel) {
-      for (size_t r = 0; r < n; ++r) {
-        if (t.accumulate) CopyRow(y + r * t.ldc, t.c_group, c + r * kPanel, kLanes, width);
-        if (t.residual != nullptr) CopyRow(t.residual + r * t.ldr, t.c_group, res + r * kPanel, kLanes, width);
-      }
-      t.c = c;
-      t.ldc = kPanel;
-      t.c_group = kLanes;
-      if (t.residual != nullptr) {
-        t.residual = res;
-        t.ldr = kPanel;
-      }
+    t.c = out.c;
+    t.ldc = out.ldc;
+    t.c_group = out.c_group;
+    t.residual = out.residual;
+    t.ldr = out.ldr;
+    if (n < kTileRows) {  // the panel's last rows % MR
+      return WithRowCount<kTileRows - 1>(n, [&](auto k) HWY_ATTR { Tile<decltype(k)::value, false, kBlocked>(t); });
     }
-    if (n == kTileRows) {
-      if (t.next_b != nullptr) {
-        // Full tile j of `full` prefetches rows [j * share, (j + 1) * share) of the next panel's
-        // block: spread over the whole panel, not burst in its first tile, where a block from
-        // memory (weights beyond the caches) filled every line-fill buffer and stalled the loads
-        // of A behind it.
-        const size_t full = rows / kTileRows, share = (tile.kc + full - 1) / full, j = r0 / kTileRows;
-        t.next_b += std::min(tile.kc, j * share) * kPanel;
-        t.prefetch_rows = std::min(tile.kc, (j + 1) * share) - std::min(tile.kc, j * share);
-        t.prefetch_every = std::max<size_t>(1, tile.kc / std::max<size_t>(1, t.prefetch_rows));
-        // Blocked A is stepped a whole group at a time (kc is a multiple of kLanes there).
-        if constexpr (kBlocked) t.prefetch_every = (t.prefetch_every + kLanes - 1) / kLanes * kLanes;
-        Tile<kTileRows, true, kBlocked>(t);
-      } else {
-        Tile<kTileRows, false, kBlocked>(t);
-      }
-    } else {
-      TileOfRows<kTileRows - 1, kBlocked>(n, t);
-    }
-    if (width < kPanel) {
-      for (size_t r = 0; r < n; ++r) CopyRow(c + r * kPanel, kLanes, y + r * tile.ldc, tile.c_group, width);
-    }
-  }
+    if (t.next_b == nullptr) return Tile<kTileRows, false, kBlocked>(t);
+    // Full tile j of `full` prefetches rows [j * share, (j + 1) * share) of the next panel's
+    // block: spread over the whole panel, not burst in its first tile, where a block from
+    // memory (weights beyond the caches) filled every line-fill buffer and stalled the loads
+    // of A behind it.
+    const size_t full = rows / kTileRows, share = (tile.kc + full - 1) / full, j = r0 / kTileRows;
+    t.next_b += std::min(tile.kc, j * share) * kPanel;
+    t.prefetch_rows = std::min(tile.kc, (j + 1) * share) - std::min(tile.kc, j * share);
+    t.prefetch_every = std::max<size_t>(1, tile.kc / std::max<size_t>(1, t.prefetch_rows));
+    // Blocked A is stepped a whole group at a time (kc is a multiple of kLanes there).
+    if constexpr (kBlocked) t.prefetch_every = (t.prefetch_every + kLanes - 1) / kLanes * kLanes;
+    Tile<kTileRows, true, kBlocked>(t);
+  });
 }
 
 void GemmPanelRows(const GemmTile& tile, size_t rows, size_t width) {
@@ -403,6 +365,9 @@ enum class Anchor { kMatMul, kGemm, kConv1x1 };
 
 template <Anchor kAnchor, bool kFused>
 std::optional<ConstantWeightsProduct> product_of(const KernelCompileContext& ctx) {
+  // The panel width below is the dispatched target's: cap Highway first, also when supports()
+  // is asked before any kernel was created (a tuner listing alternatives, a test).
+  apply_target_caps();
   auto p = kAnchor == Anchor::kMatMul ? matmul_product(ctx, kFused)
            : kAnchor == Anchor::kGemm ? gemm_product(ctx, kFused)
                                       : blocked_conv_product(ctx);
