@@ -10,6 +10,7 @@
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
+#include "kernels/cpu/quantized_conv_kernel.h"
 #include "kernels/cpu/rnn_kernel.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/cpu/onednn_tap_regions.h"
@@ -56,6 +57,8 @@ const std::vector<KernelImpl>& all_kernels() {
         // Dynamically quantized products: exact 16-bit multiply-adds (kernels/cpu/integer_gemm_kernel.cc).
         integer_gemm_kernel(),
         integer_gemm_sums_kernel(),
+        // Dynamically quantized convolutions, likewise (kernels/cpu/quantized_conv_kernel.cc).
+        quantized_conv_kernel(),
         onednn::onednn_matmul_kernel(),
         onednn::onednn_gemm_kernel(),
         onednn::onednn_fused_matmul_kernel(),

@@ -5,13 +5,29 @@
 // bias and requantizes with x_scale * w_scale / y_scale (w_scale per tensor or per output
 // channel). A direct loop nest, not a GEMM: these are the reference kernels (the fast ones are in
 // kernels/cpu/onednn_conv_integer.cc).
+//
+// opfuse::DynamicQuantizedConv(X, W, [bias], [R], w_scale, [w_zero]) {Conv's attributes, epilogue,
+// block} is onnxruntime's dynamically quantized convolution as one anchor
+// (passes/integer_products_in_fp32.cc writes it):
+//   xq, s, z = DynamicQuantizeLinear(X)
+//   Y = post(Cast<float>(ConvInteger(xq, W, z, w_zero)) * (s * w_scale) + bias)
+// with X f32, W u8/i8 [M, C, kh, kw] (one group), w_scale and w_zero one value or one per output
+// channel, bias f32 [M], and FusedConv's post-ops and residual (ops/fused.h). The float steps are
+// the replaced graph's, in its order, so it is that graph bit for bit. `block` 0: X, R and Y
+// plain [N, C, H, W]; 8 or 16: blocked [N, ceil(C/b), H, W, b] (passes/layout.cc at O3; padded
+// lanes of X are not read). kernels/cpu/quantized_conv_kernel.cc computes the sums exactly in
+// 16-bit products.
 #include <omp.h>
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
+#include <cstring>
+
 #include "ops/conv_common.h"
+#include "ops/fused.h"
+#include "ops/layout_ops.h"
 #include "ops/quantize_common.h"
 
 namespace opfuse {
@@ -218,6 +234,108 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------- opfuse::DynamicQuantizedConv
+
+constexpr size_t kDqcBias = 2, kDqcResidual = 3, kDqcWScale = 4, kDqcWZero = 5;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Status infer_dynamic_quantized_conv(InferContext& ctx) {
+  const int64_t block = ctx.attrs().get_int("block");
+  if (block != 0 && block != 8 && block != 16) return ctx.error(str_cat("block must be 0 (plain), 8 or 16, got ", block));
+  if (ctx.attrs().get_int("group") != 1) return ctx.error("group must be 1");
+  OPFUSE_TRY(check_input_dtype(ctx, 0, "X", {DType::kF32}));
+  OPFUSE_TRY(check_input_dtype(ctx, 1, "W", {DType::kU8, DType::kI8}));
+  OPFUSE_TRY(check_input_dtype(ctx, kDqcBias, "bias", {DType::kF32}));
+  OPFUSE_TRY(check_input_dtype(ctx, kDqcWScale, "w_scale", {DType::kF32}));
+  if (!ctx.has_input(kDqcWScale)) return ctx.error("w_scale (input 4) is required");
+  if (ctx.input_dtype(1) != DType::kUndefined) {
+    OPFUSE_TRY(check_input_dtype(ctx, kDqcWZero, "w_zero", {ctx.input_dtype(1)}));
+  }
+  const auto& w = ctx.input_shape(1);
+  const auto wd = w ? static_dims(*w) : std::nullopt;
+  if (!wd || wd->size() != 4) return ctx.error("W must be a [M, C, kh, kw] tensor of known dims");
+  const int64_t m = (*wd)[0], c = (*wd)[1];
+  for (size_t i : {kDqcWScale, kDqcWZero}) {
+    const auto& shape = ctx.input_shape(i);
+    const auto dims = ctx.has_input(i) && shape ? static_dims(*shape) : std::nullopt;
+    if (dims && numel_of(*dims) != 1 && numel_of(*dims) != m) {
+      return ctx.error(str_cat(i == kDqcWScale ? "w_scale" : "w_zero", " (input ", i, ") has ", numel_of(*dims),
+                               " values; expected one or M = ", m));
+    }
+  }
+  std::vector<ValueType> inputs;
+  std::vector<const Tensor*> constants;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    inputs.push_back(ctx.has_input(i) ? ValueType{ctx.input_dtype(i), ctx.input_shape(i)} : ValueType{});
+    constants.push_back(ctx.input_constant(i));
+  }
+  const auto& x = ctx.input_shape(0);
+  if (block != 0) {
+    if (!x || x->size() != 5 || !((*x)[4] == Dim(block)) || !((*x)[1] == Dim(ceil_div(c, block)))) {
+      return ctx.error(str_cat("X ", x ? shape_to_string(*x) : "of unknown shape", " does not hold ", c,
+                               " channels in blocks of ", block));
+    }
+    inputs[0].shape = Shape{(*x)[0], Dim(c), (*x)[2], (*x)[3]};
+  }
+  InferContext plain(ctx.node(), std::move(inputs), std::move(constants));
+  OPFUSE_ASSIGN_OR_RETURN(std::optional<Shape> out, conv_output_shape(plain, 0, 1, kDqcBias));
+  if (block != 0 && out && out->size() == 4) {
+    out = Shape{(*out)[0], Dim(ceil_div(m, block)), (*out)[2], (*out)[3], Dim(block)};
+  }
+  ctx.set_output(0, DType::kF32, std::move(out));
+  return infer_epilogue(ctx);
+}
+
+Status dynamic_quantized_conv_kernel(KernelContext& ctx) {
+  const std::string who = ctx.node().describe();
+  const int64_t block = ctx.attrs().get_int("block");
+  const Tensor& w = ctx.input(1);
+  if (ctx.input(0).dtype() != DType::kF32 || w.rank() != 4) return ctx.error("needs f32 X and W [M, C, kh, kw]");
+  const int64_t m = w.dim(0);
+  Tensor x = ctx.input(0);
+  if (block != 0) {
+    OPFUSE_ASSIGN_OR_RETURN(x, plain_copy(x, w.dim(1)));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(DynamicQuantized xq, dynamic_quantize(x));
+  IntConv c;
+  OPFUSE_ASSIGN_OR_RETURN(c.setup, conv_setup(ctx.node(), xq.q, w, nullptr, false));
+  c.x_zero = xq.params.zero_point;
+  OPFUSE_ASSIGN_OR_RETURN(c.w_zero, per_channel_ints(ctx.input_or_null(kDqcWZero), m, who + ": w_zero (input 5)"));
+  OPFUSE_ASSIGN_OR_RETURN(std::vector<float> w_scale, per_channel_floats(ctx.input(kDqcWScale), m, who + ": w_scale (input 4)"));
+  const Tensor* bias = ctx.input_or_null(kDqcBias);
+  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != m)) {
+    return ctx.error(str_cat("bias (input 2) is ", bias->type_string(), "; expected f32[", m, "]"));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Tensor acc, Tensor::zeros(DType::kI32, c.setup.out_dims, who + " accumulators"));
+  OPFUSE_TRY(dispatch_int_conv(who, c, xq.q, w, nullptr, acc.data<int32_t>()));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::uninitialized(DType::kF32, c.setup.out_dims, who + " output"));
+  const int64_t plane = c.setup.geo.out_size();
+  const int32_t* sums = acc.data<int32_t>();
+  float* out = y.data<float>();
+  for (int64_t i = 0; i < acc.numel(); ++i) {
+    const int64_t oc = (i / plane) % m;
+    // The replaced graph's steps: Cast, Mul by Mul(x_scale, w_scale), Add the bias.
+    const float scale = xq.params.scale * w_scale[oc];
+    out[i] = static_cast<float>(sums[i]) * scale;
+    if (bias) out[i] += bias->data<float>()[oc];
+  }
+  if (block != 0) {
+    OPFUSE_ASSIGN_OR_RETURN(y, blocked_copy(y, block));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * result, ctx.allocate_output(0, DType::kF32, y.dims()));
+  std::memcpy(result->raw_data(), y.raw_data(), y.nbytes());
+  return apply_epilogue(ctx);
+}
+
+int64_t dynamic_quantized_conv_flops(const Node& node) {
+  // 2 * multiply-adds over the logical output: N, OH, OW are dims 0, 2, 3 plain or blocked.
+  const auto y = node.output(0) && node.output(0)->shape ? static_dims(*node.output(0)->shape) : std::nullopt;
+  const auto w = node.input(1) && node.input(1)->shape ? static_dims(*node.input(1)->shape) : std::nullopt;
+  if (!y || !w || y->size() < 4 || w->size() != 4) return -1;
+  return 2 * (*y)[0] * (*y)[2] * (*y)[3] * (*w)[0] * (*w)[1] * (*w)[2] * (*w)[3];
+}
+
 int64_t integer_conv_flops(const Node& node, size_t w) {
   return conv_family_flops(node.output(0), node.input(w));
 }
@@ -248,6 +366,23 @@ std::vector<OpDef> integer_conv_ops() {
     d.reference = qlinear_conv_kernel;
     d.flops = [](const Node& node) { return integer_conv_flops(node, 3); };
     d.summary = "quantized convolution: u8/i8 in, int32 bias, requantized to u8/i8";
+    ops.push_back(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "DynamicQuantizedConv";
+    d.domain = std::string(kFusedDomain);
+    d.min_opset = d.max_opset = 1;
+    d.min_inputs = 2;  // w_scale comes after optional inputs; shape inference requires it
+    d.max_inputs = 6;
+    d.attrs = conv_attr_specs();
+    d.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
+    d.attrs.push_back({"block", AttrType::kInt, AttrValue(int64_t{0}), false});
+    d.kind = FusionKind::kAnchor;
+    d.infer = infer_dynamic_quantized_conv;
+    d.reference = dynamic_quantized_conv_kernel;
+    d.flops = dynamic_quantized_conv_flops;
+    d.summary = "DynamicQuantizeLinear(X) convolved with W - w_zero in int32, times x_scale * w_scale, + bias, then an epilogue";
     ops.push_back(std::move(d));
   }
   return ops;

@@ -24,6 +24,7 @@
 
 #include "ops/conv_common.h"
 #include "ops/fused.h"
+#include "ops/layout_ops.h"
 #include "ops/op_list.h"
 #include "ops/registry.h"
 
@@ -211,17 +212,6 @@ Status infer_blocked_conv(InferContext& ctx) {
   return Status::ok();
 }
 
-Result<Tensor> reblock(const Tensor& t, int64_t b, bool to_blocked, int64_t c) {
-  if (to_blocked) {
-    OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(DType::kF32, {t.dim(0), ceil_div(c, b), t.dim(2), t.dim(3), b}));
-    block_f32(t.data<float>(), y.data<float>(), t.dim(0), c, t.dim(2) * t.dim(3), b);
-    return y;
-  }
-  OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(DType::kF32, {t.dim(0), c, t.dim(2), t.dim(3)}));
-  unblock_f32(t.data<float>(), y.data<float>(), t.dim(0), c, t.dim(2) * t.dim(3), b);
-  return y;
-}
-
 Status blocked_conv_kernel(KernelContext& ctx) {
   const int64_t b = ctx.attrs().get_int("block");
   const Tensor& w = ctx.input(1);
@@ -236,7 +226,7 @@ Status blocked_conv_kernel(KernelContext& ctx) {
       return ctx.error(str_cat("blocked input ", t.type_string(), " does not hold ", channels,
                                " channels in blocks of ", l));
     }
-    return reblock(t, l, false, channels);
+    return plain_copy(t, channels);
   };
   OPFUSE_ASSIGN_OR_RETURN(Tensor x, plain_of(ctx.input(0), c));
   std::vector<const Tensor*> inputs = {&x, &w, ctx.input_or_null(2), nullptr, ctx.input_or_null(kInputScale)};
@@ -248,7 +238,7 @@ Status blocked_conv_kernel(KernelContext& ctx) {
   KernelContext plain(ctx.node(), std::move(inputs));
   OPFUSE_TRY(fused_conv_def().reference(plain));
   const Tensor& y = plain.outputs()[0];
-  OPFUSE_ASSIGN_OR_RETURN(Tensor yb, reblock(y, lanes(b, m), true, m));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor yb, blocked_copy(y, lanes(b, m)));
   OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kF32, yb.dims()));
   std::memcpy(out->raw_data(), yb.raw_data(), yb.nbytes());
   return Status::ok();
@@ -278,6 +268,21 @@ OpDef layout_op(std::string name, InferFn infer, KernelFn kernel, std::string su
 }
 
 }  // namespace
+
+Result<Tensor> blocked_copy(const Tensor& plain, int64_t lanes) {
+  const Tensor& t = plain;
+  const int64_t c = t.dim(1);
+  OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(DType::kF32, {t.dim(0), ceil_div(c, lanes), t.dim(2), t.dim(3), lanes}));
+  block_f32(t.data<float>(), y.data<float>(), t.dim(0), c, t.dim(2) * t.dim(3), lanes);
+  return y;
+}
+
+Result<Tensor> plain_copy(const Tensor& blocked, int64_t channels) {
+  const Tensor& t = blocked;
+  OPFUSE_ASSIGN_OR_RETURN(Tensor y, Tensor::zeros(DType::kF32, {t.dim(0), channels, t.dim(2), t.dim(3)}));
+  unblock_f32(t.data<float>(), y.data<float>(), t.dim(0), channels, t.dim(2) * t.dim(3), t.dim(4));
+  return y;
+}
 
 std::vector<OpDef> layout_ops() {
   std::vector<OpDef> ops;

@@ -5,6 +5,7 @@
 #include "ops/quantize_common.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace opfuse {
 namespace {
@@ -153,29 +154,18 @@ Status infer_dynamic_quantize_linear(InferContext& ctx) {
   return Status::ok();
 }
 
-// The range [min(x), max(x)] widened to include 0, then dynamic_quant_params (quantize_common.h).
-// NaN elements are left out of the range and quantize to 0 as in QuantizeLinear.
 Status dynamic_quantize_linear_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != DType::kF32) {
     return ctx.error(str_cat("input x is ", x.type_string(), "; expected f32"));
   }
-  const float* xp = x.data<float>();
-  float lo = 0, hi = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (xp[i] < lo) lo = xp[i];
-    if (xp[i] > hi) hi = xp[i];
-  }
-  const DynamicQuantParams params = dynamic_quant_params(lo, hi);
-  const float scale = params.scale;
-  const int32_t zp = params.zero_point;
+  OPFUSE_ASSIGN_OR_RETURN(DynamicQuantized d, dynamic_quantize(x));
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kU8, x.dims()));
-  uint8_t* yp = y->data<uint8_t>();
-  for (int64_t i = 0; i < x.numel(); ++i) yp[i] = quantize_value<uint8_t>(xp[i] / scale, zp);
+  std::memcpy(y->raw_data(), d.q.raw_data(), d.q.nbytes());
   OPFUSE_ASSIGN_OR_RETURN(Tensor * s, ctx.allocate_output(1, DType::kF32, {}));
-  s->data<float>()[0] = scale;
+  s->data<float>()[0] = d.params.scale;
   OPFUSE_ASSIGN_OR_RETURN(Tensor * z, ctx.allocate_output(2, DType::kU8, {}));
-  z->data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+  z->data<uint8_t>()[0] = static_cast<uint8_t>(d.params.zero_point);
   return Status::ok();
 }
 

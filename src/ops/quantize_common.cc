@@ -107,4 +107,19 @@ Status check_axis_params(const InferContext& ctx, size_t x, int64_t axis) {
   return Status::ok();
 }
 
+Result<DynamicQuantized> dynamic_quantize(const Tensor& x) {
+  const float* xp = x.data<float>();
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (xp[i] < lo) lo = xp[i];
+    if (xp[i] > hi) hi = xp[i];
+  }
+  DynamicQuantized d;
+  d.params = dynamic_quant_params(lo, hi);
+  OPFUSE_ASSIGN_OR_RETURN(d.q, Tensor::uninitialized(DType::kU8, x.dims(), "DynamicQuantizeLinear output"));
+  uint8_t* q = d.q.data<uint8_t>();
+  for (int64_t i = 0; i < x.numel(); ++i) q[i] = quantize_value<uint8_t>(xp[i] / d.params.scale, d.params.zero_point);
+  return d;
+}
+
 }  // namespace opfuse

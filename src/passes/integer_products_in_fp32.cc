@@ -64,6 +64,10 @@ bool is_cast_to_float(const Node& node) {
          std::get<int64_t>(it->second) == kOnnxFloat;
 }
 
+bool is_onnx_op(const Node* node, std::string_view op) {
+  return node != nullptr && node->domain().empty() && node->op_type() == op;
+}
+
 bool is_conv(const Node& node) { return node.op_type() == "ConvInteger" || node.op_type() == "QLinearConv"; }
 
 // Output channels of the weights: a MatMul's columns, a Conv's first dim.
@@ -280,6 +284,72 @@ Status rewrite_as_integer_anchor(Graph& graph, Node* node, const std::optional<D
   return Status::ok();
 }
 
+// The DynamicQuantizeLinear that made ConvInteger `node`'s x and x zero point, and whose scale
+// its dequantization `dq` multiplies by, when it is a 2-d conv of one group on an AVX2 or AVX-512
+// target without VNNI (cpu.conv_i16's, kernels/cpu/quantized_conv_kernel.cc; below AVX2 it has no
+// kernel); null otherwise.
+Node* dynamic_quantization_of(const Node& node, const std::optional<Dequantization>& dq, const Target& target) {
+  if (!dq || target.isa < IsaTier::kAvx2 || AttrReader(node).get_int("group") != 1 ||
+      constant_data(node.input(1))->rank() != 4) {
+    return nullptr;
+  }
+  Node* q = node.input(0)->producer();
+  if (q == nullptr || !q->domain().empty() || q->op_type() != "DynamicQuantizeLinear" || q->outputs().size() != 3) return nullptr;
+  const bool same = node.input(0) == q->output(0) && node.input(2) == q->output(2) && dq->x_scale == q->output(1);
+  return same && q->input(0) != nullptr && q->input(0)->dtype == DType::kF32 ? q : nullptr;
+}
+
+// The constant per-channel f32 bias ([M], [M, 1, 1] or [1, M, 1, 1]) added to a conv's `product`
+// [N, M, H, W] by its only reader, an Add whose result is not a graph output, as [M]; nullopt when
+// there is none. onnxruntime's quantizer reshapes a conv's bias to [1, M, 1, 1], and this pass
+// runs before constant folding: a Reshape of a constant counts as that constant (same order).
+struct ConvBias {
+  Node* add = nullptr;
+  Value* bias = nullptr;
+};
+std::optional<ConvBias> conv_bias_of(Graph& graph, const Value* product, int64_t m) {
+  if (product->uses().size() != 1) return std::nullopt;
+  const Use& use = product->uses()[0];
+  Node* add = use.node;
+  if (!add->domain().empty() || add->op_type() != "Add" || add->output(0)->is_graph_output()) return std::nullopt;
+  Value* bias = add->input(1 - static_cast<size_t>(use.input_index));
+  const Tensor* b = constant_data(bias);
+  if (b == nullptr && is_onnx_op(bias->producer(), "Reshape")) b = constant_data(bias->producer()->input(0));
+  const auto dims = bias->shape ? static_dims(*bias->shape) : std::nullopt;
+  if (b == nullptr || b->dtype() != DType::kF32 || b->numel() != m || !dims || dims->size() > 4) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(dims->size());
+  for (int64_t i = 0; i < rank; ++i) {
+    if ((*dims)[i] != 1 && !((*dims)[i] == m && rank - i == (rank == 1 ? 1 : 3))) return std::nullopt;
+  }
+  const Value* y = add->output(0);
+  if (!y->shape || !product->shape || !(*y->shape == *product->shape)) return std::nullopt;
+  auto flat = b->reshaped({m});
+  if (!flat.is_ok()) return std::nullopt;
+  return ConvBias{add, graph.add_constant(graph.unique_value_name(bias->name() + "_channels"), std::move(*flat))};
+}
+
+// ConvInteger `node` (refusal_reason passed) of DynamicQuantizeLinear `q`'s x, with onnxruntime's
+// dequantization `dq` and the bias Add after it, as one opfuse::DynamicQuantizedConv of q's float
+// input (ops/integer_conv.cc): the same steps in the same order, so bit for bit that graph, with
+// x quantized inside the kernel (no u8 tensor, and in the blocked layout at O3). The activation
+// and residual after it fuse as epilogues.
+Status rewrite_as_dynamic_quantized_conv(Graph& graph, Node* node, Node* q, const Dequantization& dq) {
+  const int64_t m = constant_data(node->input(1))->dim(0);
+  std::vector<Value*> inputs = {q->input(0), node->input(1), nullptr, nullptr, dq.w_scale_value, node->input(3)};
+  Value* out = dq.mul->output(0);
+  if (const auto bias = conv_bias_of(graph, out, m)) {
+    inputs[2] = bias->bias;
+    out = bias->add->output(0);
+  }
+  while (inputs.back() == nullptr) inputs.pop_back();
+  // Conv's attributes (pads, strides, dilations, group, kernel_shape, auto_pad) are ConvInteger's.
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "DynamicQuantizedConv", std::move(inputs), out->name(),
+                                                  out->shape, DType::kF32, node->attrs, node->name() + "_fused",
+                                                  std::string(kFusedDomain)));
+  graph.replace_all_uses(out, product);  // the Add, Mul, Cast, ConvInteger (and the quantizer, if unread) die in dce
+  return Status::ok();
+}
+
 // ---- QLinearConv / QLinearMatMul (static quantization's operator form) -----------------------
 //
 // y = saturate(round((x - x_zero) (*) (W - W_zero) * x_scale * W_scale / y_scale) + y_zero)
@@ -415,10 +485,6 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
 // in f32 and multiplies those; the anchor multiplies the exact integer sums by s * ws: within float
 // rounding of it. The pair stays for the pair's other readers (quantize_pairs_in_fp32 takes it).
 
-bool is_onnx_op(const Node* node, std::string_view op) {
-  return node != nullptr && node->domain().empty() && node->op_type() == op;
-}
-
 // A MatMul's operands in the QDQ form (the refusal reasons below say what each must be).
 struct QdqOperands {
   Node* q = nullptr;  // the pair's QuantizeLinear
@@ -553,6 +619,13 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
       continue;
     }
     const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, *constant_data(node->input(1))));
+    if (Node* q = conv ? dynamic_quantization_of(*node, dq, context.target) : nullptr) {
+      OPFUSE_TRY(rewrite_as_dynamic_quantized_conv(graph, node, q, *dq));
+      context.decide(application(std::string(kPass), str_cat("ConvInteger '", node->name(), "' with its quantizer and dequantization as opfuse::DynamicQuantizedConv"),
+                                 {node->name()}, node->name() + "_fused"));
+      changed = true;
+      continue;
+    }
     if (conv) {
       OPFUSE_TRY(rewrite_as_float_conv(graph, node, dq));
     } else {

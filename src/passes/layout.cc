@@ -19,6 +19,8 @@
 //    read plain when it has few channels and no blocked node computed it (a first conv on an
 //    image: oneDNN reads nchw there directly), else blocked when it has a blocked form, else
 //    through a ToBlocked.
+//  - opfuse::DynamicQuantizedConv (a dynamically quantized conv) runs blocked too, reading X
+//    through a ToBlocked when no blocked node computed it.
 //  - Followers join a region only when one of their data inputs is blocked already, so no
 //    reorder is added for them: MaxPool / AveragePool (a 3-d pool whose last window axis is
 //    trivial), GlobalAveragePool / GlobalMaxPool (the same with the whole H x W window),
@@ -166,6 +168,8 @@ class LayoutPass {
     if (node->domain().empty() || node->domain() == kFusedDomain) {
       if (op == "Conv" || (op == "FusedConv" && node->domain() == kFusedDomain)) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_conv(*node));
+      } else if (op == "DynamicQuantizedConv" && node->domain() == kFusedDomain) {
+        OPFUSE_ASSIGN_OR_RETURN(plan, plan_dynamic_quantized_conv(*node));
       } else if (op == "ChannelGather" && node->domain() == kFusedDomain) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_channel_gather(*node));
       } else if (!node->domain().empty()) {
@@ -311,6 +315,27 @@ class LayoutPass {
       Value* s = node.input(kInputScale);
       const BlockedValue* home = dry_ == nullptr ? blocked(s) : nullptr;
       p.inputs[kInputScale] = home != nullptr && home->block == block_ ? home->value : s;
+    }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  // opfuse::DynamicQuantizedConv (ops/integer_conv.cc) on the blocked layout: X, R and Y blocked
+  // (its kernel quantizes X as it copies it, so a blocked X costs nothing), in the layout of its
+  // neighbours; channels-last it has no kernel, so it stays plain there.
+  Result<std::optional<Plan>> plan_dynamic_quantized_conv(const Node& node) {
+    const auto x = dims4(node.input(0));
+    const auto y = dims4(node.output(0));
+    if (!x || !y || AttrReader(node).get_int("block") != 0) return std::optional<Plan>();
+    if (block_ == 0) {
+      ctx_.decide(refusal(std::string(kPass), node_label(node), "no channels-last kernel; its neighbours run nhwc"));
+      return std::optional<Plan>();
+    }
+    Plan p{node.op_type(), node.domain(), node.inputs(), node.attrs, (*y)[1], *y};
+    p.attrs["block"] = AttrValue(block_);
+    OPFUSE_ASSIGN_OR_RETURN(p.inputs[0], to_blocked(node.input(0)));
+    if (node.has_input(3)) {
+      if (!dims4(node.input(3)) || *dims4(node.input(3)) != *y) return std::optional<Plan>();
+      OPFUSE_ASSIGN_OR_RETURN(p.inputs[3], to_blocked(node.input(3)));
     }
     return std::optional<Plan>(std::move(p));
   }

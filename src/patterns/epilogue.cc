@@ -43,8 +43,10 @@ constexpr AnchorSpec kAnchors[] = {{"Conv", "FusedConv"},
                                    {"ConvTranspose", "FusedConvTranspose"},
                                    {"MatMul", "FusedMatMul"},
                                    {"Gemm", "FusedGemm"},
-                                   // integer_products_in_fp32 writes it (ops/integer_matmul.cc)
-                                   {"", "FusedMatMulInteger"}};
+                                   // integer_products_in_fp32 writes these (ops/integer_matmul.cc,
+                                   // ops/integer_conv.cc)
+                                   {"", "FusedMatMulInteger"},
+                                   {"", "DynamicQuantizedConv"}};
 
 const AnchorSpec* anchor_spec(const Node& node) {
   for (const AnchorSpec& a : kAnchors) {

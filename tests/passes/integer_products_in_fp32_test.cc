@@ -168,57 +168,97 @@ TEST(IntegerProductsInFp32, AQdqMatMulRunsOnTheIntegerAnchor) {
   }
 }
 
-// IS-Net's form (uint8 weights with a zero point, here one per output channel), a 3x3 padded
-// ConvInteger, bias and Relu after the dequantization.
-const char* kQuantizedConv = R"(graph @main (%x: f32[1,8,6,6]) {
-  %wq: u8[16,8,3,3] = const [WEIGHTS]
-  %wz: u8[16] = const [ZEROS]
-  %ws: f32[] = const [0.01]
-  %b: f32[16,1,1] = const [BIAS]
+// IS-Net's form: DynamicQuantizeLinear, ConvInteger of u8 (or i8) weights with a zero point per
+// output channel, onnxruntime's dequantization, a bias reshaped to [1, M, 1, 1] (by a Reshape, as
+// the quantizer writes it), an optional residual Add, then Relu.
+struct QuantizedConv {
+  int64_t c = 8, m = 16, h = 6, w = 6, k = 3;
+  std::string attrs = "pads = [1, 1, 1, 1]";
+  std::string y = "1,16,6,6";  // the output's dims (for the residual)
+  bool i8 = false;
+  bool residual = false;
+};
+
+std::string quantized_conv(const QuantizedConv& q = {}) {
+  const std::string wt = q.i8 ? "i8" : "u8";
+  return str_cat("graph @main (%x: f32[1,", q.c, ",", q.h, ",", q.w, "]", q.residual ? str_cat(", %r: f32[", q.y, "]") : "",
+                 ") {\n  %wq: ", wt, "[", q.m, ",", q.c, ",", q.k, ",", q.k, "] = const [",
+                 weights(q.m * q.c * q.k, q.k, q.i8 ? -128 : 0, q.i8 ? 127 : 255), "]\n  %wz: ", wt, "[", q.m, "] = const [",
+                 weights(1, q.m, q.i8 ? -30 : 90, q.i8 ? 30 : 200), "]\n  %ws: f32[] = const [0.01]\n  %b: f32[", q.m,
+                 "] = const [", weights(1, q.m, -3, 3), "]\n  %shape: i64[4] = const [1, ", q.m, R"(, 1, 1]
+  %b4 = Reshape(%b, %shape)
   %xq, %xs, %xz = DynamicQuantizeLinear(%x)
-  %acc = ConvInteger(%xq, %wq, %xz, %wz) {pads = [1, 1, 1, 1]}
+  %acc = ConvInteger(%xq, %wq, %xz, %wz) {)", q.attrs, R"(}
   %accf = Cast(%acc) {to = 1}
   %s = Mul(%xs, %ws)
   %d = Mul(%accf, %s)
-  %a = Add(%d, %b)
-  %y = Relu(%a)
-  return %y
-}
-)";
-
-std::string quantized_conv() {
-  std::string text = kQuantizedConv;
-  text.replace(text.find("WEIGHTS"), 7, weights(16 * 8 * 3, 3, 0, 255));
-  text.replace(text.find("BIAS"), 4, weights(1, 16, -3, 3));
-  text.replace(text.find("ZEROS"), 5, weights(1, 16, 90, 200));
-  return text;
+  %a = Add(%d, %b4)
+)", q.residual ? "  %ar = Add(%a, %r)\n" : "  %ar = Identity(%a)\n", "  %y = Relu(%ar)\n  return %y\n}\n");
 }
 
-TEST(IntegerProductsInFp32, ConvIntegerRunsAsAFloatConvBelowVnni) {
-  for (IsaTier isa : {IsaTier::kAvx2, IsaTier::kAvx512Core, IsaTier::kAvx512CoreVnni}) {
+// Below AVX2 ConvInteger becomes a float32 Conv of dequantized operands; on AVX2 and AVX-512
+// without VNNI the quantizer, the conv, its dequantization and bias one
+// opfuse::DynamicQuantizedConv; with VNNI it stays for oneDNN's int8 convolution.
+TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
+  for (IsaTier isa : {IsaTier::kSse41, IsaTier::kAvx2, IsaTier::kAvx512Core, IsaTier::kAvx512CoreVnni}) {
     SCOPED_TRACE(std::string(isa_tier_name(isa)));
     PassContext ctx;
     ctx.target.isa = isa;
     const Graph g = pipeline_at(quantized_conv(), OptLevel::kO1, ctx);
-    const bool vnni = isa >= IsaTier::kAvx512CoreVnni;
+    const bool vnni = isa >= IsaTier::kAvx512CoreVnni, integer = !vnni && isa >= IsaTier::kAvx2;
     EXPECT_EQ(count_op(g, "ConvInteger"), vnni ? 1 : 0) << print_graph(g);
-    EXPECT_EQ(count_op(g, "Conv"), vnni ? 0 : 1) << print_graph(g);
-    EXPECT_EQ(decided(ctx, kRule, true, "scales folded into its operands"), !vnni);
+    EXPECT_EQ(count_op(g, "Conv"), isa == IsaTier::kSse41 ? 1 : 0) << print_graph(g);
+    EXPECT_EQ(count_op(g, "DynamicQuantizedConv"), integer ? 1 : 0) << print_graph(g);
+    if (integer) {  // the Add of the bias is the anchor's, the Relu its epilogue from O2
+      for (std::string_view op : {"DynamicQuantizeLinear", "Cast", "Mul", "Add", "Reshape"}) {
+        EXPECT_EQ(count_op(g, op), 0) << op << "\n" << print_graph(g);
+      }
+    }
+    EXPECT_EQ(decided(ctx, kRule, true, "scales folded into its operands"), isa == IsaTier::kSse41);
+    EXPECT_EQ(decided(ctx, kRule, true, "as opfuse::DynamicQuantizedConv"), integer);
     EXPECT_EQ(decided(ctx, kRule, false, "VNNI"), vnni);
   }
-  // On this machine's target, at every level: within float rounding of eager mode's integer
-  // convolution; below VNNI no integer convolution runs, and at O3 the float one is blocked with
-  // the bias and Relu as its epilogue.
-  const bool vnni = active_target().isa >= IsaTier::kAvx512CoreVnni;
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
-    SCOPED_TRACE(static_cast<int>(level));
-    const CompiledRun run = compile_and_compare(quantized_conv(), level);
-    EXPECT_LE(run.diff, 1e-5);
-    EXPECT_EQ(run.steps_running("ConvInteger node"), vnni ? 1u : 0u) << ::testing::PrintToString(run.steps);
-    if (!vnni && level == OptLevel::kO3) {
-      EXPECT_EQ(run.steps_running("BlockedConv node"), 1u) << ::testing::PrintToString(run.steps);
-      for (const std::string& step : run.steps) EXPECT_FALSE(step.starts_with("Relu node")) << step;
+}
+
+// On this machine's target at every level, with NaN and Inf in x too: below VNNI (from AVX2) one
+// cpu.conv_i16 step and eager mode's outputs bit for bit, the residual Add and Relu in its
+// epilogue from O2 (plain at O1 and O2, blocked at O3); with VNNI oneDNN's integer convolution.
+TEST(IntegerProductsInFp32, ADynamicallyQuantizedConvIsOneExactAnchor) {
+  const std::string text = quantized_conv({.residual = true});
+  const IsaTier isa = active_target().isa;
+  const bool integer = isa >= IsaTier::kAvx2 && isa < IsaTier::kAvx512CoreVnni;
+  for (const LevelRun& r : compile_at_every_level(text, 5, 7, 30, 1e30f)) {
+    SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
+    if (!integer) {
+      EXPECT_LE(r.run.diff, 1e-5);
+      continue;
     }
+    EXPECT_EQ(r.run.diff, 0.0);
+    EXPECT_EQ(r.run.steps_running("cpu.conv_i16"), 1u) << ::testing::PrintToString(r.run.steps);
+    if (r.level >= OptLevel::kO2) {
+      for (const std::string& step : r.run.steps) EXPECT_FALSE(step.starts_with("Relu node") || step.starts_with("Add node")) << step;
+    }
+  }
+}
+
+// The kernel's edges, each bit for bit at O1 (plain) and O3 (blocked), on random inputs and on
+// the ends of u8's range: channels that fill no whole block (3 in, 12 in), one output block and
+// an odd number of them (a last panel of one block), a 1x1 window, stride 2 with asymmetric
+// padding, dilation 2, int8 weights, and rows wider than a tile.
+TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
+  const IsaTier isa = active_target().isa;
+  if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
+  const std::vector<QuantizedConv> cases = {
+      {.c = 3, .m = 8, .h = 9, .w = 13, .y = "1,8,9,13"},
+      {.c = 12, .m = 24, .h = 5, .w = 7, .y = "1,24,5,7", .i8 = true},
+      {.c = 16, .m = 40, .h = 4, .w = 4, .k = 1, .attrs = "", .y = "1,40,4,4"},
+      {.c = 8, .m = 16, .h = 11, .w = 10, .attrs = "strides = [2, 2], pads = [0, 1, 1, 0]", .y = "1,16,5,5"},
+      {.c = 24, .m = 16, .h = 9, .w = 9, .attrs = "dilations = [2, 2], pads = [2, 2, 2, 2]", .y = "1,16,9,9"},
+      {.c = 96, .m = 32, .h = 3, .w = 20, .y = "1,32,3,20"},  // 12 input blocks: two runs on a 32 KiB L1
+  };
+  for (const QuantizedConv& q : cases) {
+    SCOPED_TRACE(str_cat(q.c, " -> ", q.m, " ", q.attrs));
+    expect_exact_at_o1_and_o3(quantized_conv(q), "cpu.conv_i16", 1);
   }
 }
 

@@ -1,0 +1,588 @@
+// "cpu.conv_i16": Y = post(float(sum (q(X) - z)(W - w_zero)) * (s * w_scale) + bias) for
+// opfuse::DynamicQuantizedConv (ops/integer_conv.cc), where q, s, z are DynamicQuantizeLinear's
+// quantization of X (kernels/cpu/quantized_conv_kernel.h).
+//
+// One run: (1) X's range, in parallel over its chunks (padded lanes of a blocked X left out),
+// and from it s and z by the reference's own formula (ops/quantize_common.h); (2) per image, X
+// quantized into a zero-bordered copy of int16 q - z in the blocked layout (the padding is x's
+// zero point, so 0 here, as ConvInteger counts it); (3) cpu.conv's loop (direct_conv_kernel.cc:
+// bands of output rows per panel of output blocks, runs of input blocks whose weights fit in L1,
+// tiles of a few pixels of one row) with cpu.gemm_i16's multiply-add (integer_gemm_kernel.cc):
+// one vpmaddwd multiplies a broadcast channel pair of a pixel by the pair of each output channel
+// and adds the two products, exactly, since q - z and W - w_zero lie in [-255, 255]; int32 adds
+// wrap as the reference's narrowing does. Sums of the runs before the last stay, as int32, in Y's
+// memory; after the last the tile converts them to float, multiplies by s * w_scale of their
+// channel and adds the bias: the replaced graph's steps in its order, so its result bit for bit.
+// The epilogue runs over each row of the band while it is in L1. With plain X and Y (O1, O2) the
+// copy reads X's planes and the tiles write a blocked image that is then moved into Y, where the
+// epilogue runs.
+//
+// Tiles: 6 pixels x 2 output blocks of int32 accumulators (12 on AVX-512) plus the pair's two
+// weight vectors and a broadcast fill the register file as in cpu.gemm_i16; a last panel of one
+// block (an odd number of output blocks) runs tiles of one block.
+#ifndef OPFUSE_KERNELS_CPU_QUANTIZED_CONV_KERNEL_DECLS_
+#define OPFUSE_KERNELS_CPU_QUANTIZED_CONV_KERNEL_DECLS_
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/hwy_epilogue.h"
+#include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/quantized_conv_kernel.h"
+#include "kernels/target_caps.h"
+#include "ops/fused.h"
+#include "ops/nn_common.h"
+#include "ops/op_def.h"
+#include "ops/quantize_common.h"
+
+namespace opfuse::hwy_cpu {
+// One run over an output row: every tile of the row times one panel of output blocks, over a
+// run of input blocks (as cpu.conv's ConvRow, in int16 channel pairs).
+struct QConvRow {
+  const int16_t* x;       // the pair 0 input of the row's pixel 0 at tap 0, first input block of the run
+  size_t pixel_stride;    // int16 between consecutive output pixels' inputs (b x the stride)
+  const size_t* taps;     // each tap's offset from an output pixel's input, in int16
+  size_t num_taps;
+  size_t groups;          // input blocks in the run
+  size_t group_stride;    // int16 between them
+  const int16_t* w;       // the panel's packed weights for the run: [groups][taps][b/2][blocks x b][2]
+  size_t blocks;          // output blocks in the panel: 2, or 1 for a last odd one
+  float* y;               // pixel 0 of the row in the panel's first output block
+  size_t y_group;         // floats between the panel's output blocks
+  bool accumulate;        // start from the int32 sums in Y (the earlier runs) instead of zero
+  const float* scale;     // on the last run: blocks x b floats, s * w_scale per channel (else null)
+  const float* bias;      // on the last run: blocks x b floats, or null
+  const int64_t* tiles;   // (first pixel, width) of each tile of the row
+  size_t num_tiles;
+};
+}  // namespace opfuse::hwy_cpu
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/quantized_conv_kernel.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using VI = hn::Vec<DI>;
+
+constexpr size_t kLanes = hn::MaxLanes(DF());
+constexpr size_t kPixels = kLanes >= 16 ? 12 : 6;
+
+size_t QConvBlock() { return kLanes; }
+size_t QConvTilePixels() { return kPixels; }
+
+// min(0, x...) and max(0, x...) over `n` floats, leaving out NaN and, when valid < kLanes, every
+// lane i % kLanes >= valid (n is then whole vectors: padded lanes of a blocked tensor's last
+// block). Leaving a lane out is counting it as 0, which the range holds anyway.
+void QConvRange(const float* x, size_t n, size_t valid, float* lo, float* hi) {
+  const DF d;
+  const DI di;
+  const auto keep = hn::Lt(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(valid)));
+  const auto keep_f = hn::RebindMask(d, keep);
+  auto vlo = hn::Zero(d), vhi = hn::Zero(d);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const auto v = hn::LoadU(d, x + i);
+    const auto clean = hn::IfThenElseZero(hn::AndNot(hn::IsNaN(v), keep_f), v);
+    vlo = hn::Min(vlo, clean);
+    vhi = hn::Max(vhi, clean);
+  }
+  float l = hn::GetLane(hn::MinOfLanes(d, vlo)), h = hn::GetLane(hn::MaxOfLanes(d, vhi));
+  for (; i < n; ++i) {
+    if (x[i] < l) l = x[i];
+    if (x[i] > h) h = x[i];
+  }
+  *lo = std::min(*lo, l);
+  *hi = std::max(*hi, h);
+}
+
+// y = saturate(round_half_even(x / scale) + zero, 0, 255) - zero as int16 (NaN quantizes to 0),
+// DynamicQuantizeLinear's u8 less its zero point.
+void QConvQuantize(const float* x, size_t n, float scale, float zero, int16_t* y) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<int16_t, DF> d16;
+  const auto vs = hn::Set(df, scale), vz = hn::Set(df, zero);
+  const auto v0 = hn::Zero(df), v255 = hn::Set(df, 255.0f);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const auto q = hn::Add(hn::Round(hn::Div(hn::LoadU(df, x + i), vs)), vz);
+    const auto clamped = hn::IfThenZeroElse(hn::IsNaN(q), hn::Min(hn::Max(q, v0), v255));
+    hn::StoreU(hn::DemoteTo(d16, hn::ConvertTo(di, hn::Sub(clamped, vz))), d16, y + i);
+  }
+  const int32_t zp = static_cast<int32_t>(zero);
+  for (; i < n; ++i) y[i] = static_cast<int16_t>(quantize_value<uint8_t>(x[i] / scale, zp) - zp);
+}
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane holds no 16-bit pair: plan_of refuses this target (QConvBlock() is 1), so its tiles
+// are never run.
+template <size_t kBlocks, size_t kStride>
+HWY_INLINE void Tile(size_t, const QConvRow&, const int16_t*, float*) {}
+#else
+template <size_t kBlocks, size_t kStride, size_t kCount>
+HWY_INLINE void TileOf(const QConvRow& t, const int16_t* x, float* y) {
+  const DI di;
+  const hn::Repartition<int16_t, DI> dw;
+  const DF df;
+  int32_t* yi = reinterpret_cast<int32_t*>(y);
+  VI acc[kBlocks][kCount], odd[kBlocks][kCount];
+  for (size_t j = 0; j < kBlocks; ++j) {
+    for (size_t r = 0; r < kCount; ++r) {
+      acc[j][r] = t.accumulate ? hn::LoadU(di, yi + j * t.y_group + r * kLanes) : hn::Zero(di);
+      odd[j][r] = hn::Zero(di);
+    }
+  }
+  const int16_t* HWY_RESTRICT w = t.w;
+  const size_t ps = kStride != 0 ? kStride * kLanes : t.pixel_stride;
+  for (size_t g = 0; g < t.groups; ++g) {
+    const int16_t* xg = x + g * t.group_stride;
+    for (size_t tap = 0; tap < t.num_taps; ++tap) {
+      const int16_t* HWY_RESTRICT a = xg + t.taps[tap];
+#pragma GCC unroll 1
+      for (size_t p = 0; p < kLanes / 2; ++p, w += kBlocks * 2 * kLanes) {
+        hn::Vec<decltype(dw)> wj[kBlocks];
+        for (size_t j = 0; j < kBlocks; ++j) wj[j] = hn::Load(dw, w + j * 2 * kLanes);
+        for (size_t r = 0; r < kCount; ++r) {
+          int32_t pair;
+          std::memcpy(&pair, a + r * ps + 2 * p, sizeof(pair));
+          const auto ar = hn::BitCast(dw, hn::Set(di, pair));
+          for (size_t j = 0; j < kBlocks; ++j) acc[j][r] = hn::ReorderWidenMulAccumulate(di, ar, wj[j], acc[j][r], odd[j][r]);
+        }
+      }
+    }
+  }
+  for (size_t j = 0; j < kBlocks; ++j) {
+    for (size_t r = 0; r < kCount; ++r) acc[j][r] = hn::RearrangeToOddPlusEven(acc[j][r], odd[j][r]);
+  }
+  if (t.scale == nullptr) {
+    for (size_t j = 0; j < kBlocks; ++j) {
+      for (size_t r = 0; r < kCount; ++r) hn::StoreU(acc[j][r], di, yi + j * t.y_group + r * kLanes);
+    }
+    return;
+  }
+  for (size_t j = 0; j < kBlocks; ++j) {
+    const auto s = hn::LoadU(df, t.scale + j * kLanes);
+    const auto c = t.bias != nullptr ? hn::LoadU(df, t.bias + j * kLanes) : hn::Zero(df);
+    for (size_t r = 0; r < kCount; ++r) {
+      auto v = hn::Mul(hn::ConvertTo(df, acc[j][r]), s);
+      // Added only when there is a bias: + 0 would turn the -0 of a zero sum times a negative scale into +0.
+      if (t.bias != nullptr) v = hn::Add(v, c);
+      hn::StoreU(v, df, y + j * t.y_group + r * kLanes);
+    }
+  }
+}
+
+template <size_t kBlocks, size_t kStride, size_t kCount = kPixels>
+HWY_INLINE void Tile(size_t pixels, const QConvRow& t, const int16_t* x, float* y) {
+  if constexpr (kCount > 0) {
+    if (pixels == kCount) return TileOf<kBlocks, kStride, kCount>(t, x, y);
+    Tile<kBlocks, kStride, kCount - 1>(pixels, t, x, y);
+  }
+}
+#endif
+
+template <size_t kBlocks, size_t kStride>
+HWY_INLINE void RowTiles(const QConvRow& t) {
+  for (size_t i = 0; i < t.num_tiles; ++i) {
+    const size_t ox = static_cast<size_t>(t.tiles[2 * i]), width = static_cast<size_t>(t.tiles[2 * i + 1]);
+    Tile<kBlocks, kStride>(width, t, t.x + ox * t.pixel_stride, t.y + ox * kLanes);
+  }
+}
+
+template <size_t kBlocks>
+HWY_INLINE void RowOfStride(const QConvRow& t) {
+  if (t.pixel_stride == kLanes) return RowTiles<kBlocks, 1>(t);
+  if (t.pixel_stride == 2 * kLanes) return RowTiles<kBlocks, 2>(t);
+  RowTiles<kBlocks, 0>(t);
+}
+
+// Every tile of the row (each at most QConvTilePixels() wide).
+void QConvRowRun(const QConvRow& t) {
+  if (t.blocks == 2) return RowOfStride<2>(t);
+  RowOfStride<1>(t);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse {
+namespace hwy_cpu {
+HWY_EXPORT(QConvBlock);
+HWY_EXPORT(QConvTilePixels);
+HWY_EXPORT(QConvRange);
+HWY_EXPORT(QConvQuantize);
+HWY_EXPORT(QConvRowRun);
+}  // namespace hwy_cpu
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// Inputs of opfuse::DynamicQuantizedConv.
+constexpr size_t kX = 0, kW = 1, kBias = 2, kResidual = 3, kWScale = 4, kWZero = 5;
+
+// Below this many multiply-adds one thread does the conv (as cpu.conv).
+constexpr int64_t kParallelMacs = int64_t{1} << 18;
+// Floats per chunk of the range pass.
+constexpr int64_t kRangeChunk = 1 << 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool is_int8(DType t) { return t == DType::kU8 || t == DType::kI8; }
+
+struct Plan {
+  bool blocked = false;                 // X, R and Y blocked on the vector's block; else plain
+  int64_t n = 0, c = 0, h = 0, w = 0;   // X (logical)
+  int64_t m = 0, oh = 0, ow = 0;        // Y (logical)
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+  int64_t lanes = 0;                    // the block
+  const Tensor* weights = nullptr;      // u8/i8 [M, C, kh, kw]
+  const Tensor* w_zero = nullptr;       // one value or M, or null
+  const Tensor* w_scale = nullptr;      // f32, one value or M
+  const Tensor* bias = nullptr;         // f32 [M], or null
+  std::vector<PostOp> epilogue;
+  bool residual = false;
+};
+
+const Tensor* constant(const KernelCompileContext& ctx, size_t i) {
+  return i < ctx.constants.size() ? ctx.constants[i] : nullptr;
+}
+
+bool one_or(const Tensor* t, int64_t m) { return t != nullptr && (t->numel() == 1 || (t->rank() == 1 && t->numel() == m)); }
+
+std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  if (node.op_type() != "DynamicQuantizedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
+      node.inputs().size() <= kWScale) {
+    return std::nullopt;
+  }
+  Plan p;
+  apply_target_caps();  // the vector is the capped target's
+  p.lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvBlock)());
+  if (p.lanes < 4) return std::nullopt;  // Highway's scalar target: one lane holds no 16-bit pair
+  const AttrReader attrs(node);
+  const int64_t block = attrs.get_int("block");
+  p.blocked = block != 0;
+  if ((p.blocked && block != p.lanes) || attrs.get_int("group") != 1) return std::nullopt;
+  p.weights = constant(ctx, kW);
+  if (p.weights == nullptr || !is_int8(p.weights->dtype()) || p.weights->rank() != 4) return std::nullopt;
+  p.m = p.weights->dim(0), p.c = p.weights->dim(1), p.kh = p.weights->dim(2), p.kw = p.weights->dim(3);
+  const auto x = hwy_cpu::static_dims_of(node.input(kX));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  const size_t rank = p.blocked ? 5 : 4;
+  if (!x || !y || x->size() != rank || y->size() != rank || p.m <= 0 || p.c <= 0) return std::nullopt;
+  if (p.blocked ? ((*x)[1] != ceil_div(p.c, p.lanes) || (*x)[4] != p.lanes || (*y)[1] != ceil_div(p.m, p.lanes) ||
+                   (*y)[4] != p.lanes)
+                : ((*x)[1] != p.c || (*y)[1] != p.m)) {
+    return std::nullopt;
+  }
+  p.n = (*x)[0], p.h = (*x)[2], p.w = (*x)[3], p.oh = (*y)[2], p.ow = (*y)[3];
+  if (p.n <= 0 || p.oh <= 0 || p.ow <= 0 || (*y)[0] != p.n) return std::nullopt;
+  auto wa = read_window_attrs(attrs, 2, Dims{p.kh, p.kw}, true, node.describe());
+  if (!wa.is_ok()) return std::nullopt;
+  int64_t pads[2][2], out[2] = {p.oh, p.ow}, in[2] = {p.h, p.w};
+  for (size_t i = 0; i < 2; ++i) {
+    auto dim = window_dim(*wa, i, in[i], false, node.describe());
+    if (!dim.is_ok() || dim->out != out[i]) return std::nullopt;
+    pads[i][0] = dim->pad_begin, pads[i][1] = dim->pad_end;
+  }
+  p.sh = wa->strides[0], p.sw = wa->strides[1], p.dh = wa->dilations[0], p.dw = wa->dilations[1];
+  p.pt = pads[0][0], p.pb = pads[0][1], p.pl = pads[1][0], p.pr = pads[1][1];
+  // Negative pads (a crop) are not a zero border.
+  if (p.pt < 0 || p.pb < 0 || p.pl < 0 || p.pr < 0) return std::nullopt;
+  p.w_scale = constant(ctx, kWScale);
+  if (!one_or(p.w_scale, p.m) || p.w_scale->dtype() != DType::kF32) return std::nullopt;
+  if (node.has_input(kWZero)) {
+    p.w_zero = constant(ctx, kWZero);
+    if (!one_or(p.w_zero, p.m) || p.w_zero->dtype() != p.weights->dtype()) return std::nullopt;
+  }
+  if (node.has_input(kBias)) {
+    p.bias = constant(ctx, kBias);
+    if (p.bias == nullptr || p.bias->dtype() != DType::kF32 || p.bias->dims() != Dims{p.m}) return std::nullopt;
+  }
+  auto epilogue = read_epilogue(node);
+  if (!epilogue.is_ok() || !hwy_cpu::vector_epilogue(*epilogue)) return std::nullopt;
+  int adds = 0;
+  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
+  p.residual = node.has_input(kResidual);
+  if (adds != (p.residual ? 1 : 0)) return std::nullopt;
+  if (p.residual && hwy_cpu::static_dims_of(node.input(kResidual)) != *y) return std::nullopt;
+  p.epilogue = std::move(*epilogue);
+  return p;
+}
+
+class QuantizedConvKernel final : public Kernel {
+ public:
+  explicit QuantizedConvKernel(const Plan& p) : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)) {
+    const int64_t b = p_.lanes;
+    mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvTilePixels)());
+    groups_ = ceil_div(p_.c, b);
+    out_blocks_ = ceil_div(p_.m, b);
+    hp_ = p_.h + p_.pt + p_.pb;
+    wp_ = p_.w + p_.pl + p_.pr;
+    for (int64_t ky = 0; ky < p_.kh; ++ky) {
+      for (int64_t kx = 0; kx < p_.kw; ++kx) taps_.push_back(static_cast<size_t>((ky * p_.dh * wp_ + kx * p_.dw) * b));
+    }
+    const int64_t taps = p_.kh * p_.kw;
+    // Panels of two output blocks, the last of one when they are odd; each panel's weights
+    // [C/b][taps][b/2 pairs][its columns][2] of W - w_zero, zero for padded channels.
+    int64_t offset = 0;
+    for (int64_t first = 0; first < out_blocks_; first += 2) {
+      const int64_t blocks = std::min<int64_t>(2, out_blocks_ - first);
+      panels_.push_back({first, blocks, offset});
+      offset += groups_ * taps * b * blocks * b;
+    }
+    packed_ = hwy::AllocateAligned<int16_t>(static_cast<size_t>(std::max<int64_t>(offset, 1)));
+    for (const Panel& panel : panels_) {
+      int16_t* dst = packed_.get() + panel.offset;
+      const int64_t cols = panel.blocks * b;
+      for (int64_t g = 0; g < groups_; ++g) {
+        for (int64_t tap = 0; tap < taps; ++tap) {
+          for (int64_t pair = 0; pair < b / 2; ++pair) {
+            for (int64_t j = 0; j < cols; ++j) {
+              for (int64_t half = 0; half < 2; ++half, ++dst) {
+                const int64_t oc = panel.first * b + j, c = g * b + 2 * pair + half;
+                *dst = static_cast<int16_t>(oc < p_.m && c < p_.c ? weight(oc, c, tap) : 0);
+              }
+            }
+          }
+        }
+      }
+    }
+    w_scale_.assign(static_cast<size_t>(out_blocks_ * b), 0.0f);
+    for (int64_t oc = 0; oc < p_.m; ++oc) w_scale_[oc] = p_.w_scale->data<float>()[p_.w_scale->numel() == 1 ? 0 : oc];
+    if (p_.bias != nullptr) {
+      bias_.assign(static_cast<size_t>(out_blocks_ * b), 0.0f);
+      std::copy_n(p_.bias->data<float>(), p_.m, bias_.begin());
+    }
+    // Input blocks per run, rows per band and tiles per row as cpu.conv chooses them
+    // (direct_conv_kernel.cc): a run's weights fill three quarters of L1.
+    const int64_t l1 = active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024;
+    run_groups_ = std::clamp<int64_t>(l1 * 3 / 4 / (taps * b * 2 * b * 2), 1, groups_);
+    band_rows_ = std::clamp<int64_t>(ceil_div(32, p_.ow), 1, p_.oh);
+    const int64_t tiles = ceil_div(p_.ow, mr_);
+    for (int64_t i = 0, ox = 0; i < tiles; ++i) {
+      const int64_t cols = p_.ow / tiles + (i < p_.ow % tiles ? 1 : 0);
+      row_tiles_.push_back(ox);
+      row_tiles_.push_back(cols);
+      ox += cols;
+    }
+  }
+
+  std::string_view name() const override { return "cpu.conv_i16"; }
+  std::string implementation() const override {
+    return str_cat(highway_dispatch_target(), " ", mr_, "x", 2 * p_.lanes, " ", run_groups_ * p_.lanes,
+                   " channels per run", p_.blocked ? "" : ", plain X and Y");
+  }
+
+  Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    const int64_t b = p_.lanes;
+    const int64_t x_image = p_.blocked ? groups_ * p_.h * p_.w * b : p_.c * p_.h * p_.w;
+    const int64_t y_image = p_.blocked ? out_blocks_ * b * p_.oh * p_.ow : p_.m * p_.oh * p_.ow;
+    const Tensor* xt = in.empty() ? nullptr : in[kX];
+    const Tensor* rt = p_.residual && in.size() > kResidual ? in[kResidual] : nullptr;
+    Tensor* yt = out.empty() ? nullptr : out[0];
+    if (xt == nullptr || xt->dtype() != DType::kF32 || xt->numel() != p_.n * x_image || yt == nullptr ||
+        yt->dtype() != DType::kF32 || yt->numel() != p_.n * y_image ||
+        (p_.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != p_.n * y_image))) {
+      return Status::internal_error("cpu.conv_i16: an operand does not have its planned shape");
+    }
+    const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
+    const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
+    const DynamicQuantParams q = quantization(xt->data<float>(), threads);
+    // The replaced graph's Mul(x_scale, w_scale), per output channel.
+    std::vector<float> scale(w_scale_.size());
+    for (size_t i = 0; i < scale.size(); ++i) scale[i] = q.scale * w_scale_[i];
+    // The zero-bordered int16 copy of one image, and for plain Y a blocked image for the tiles:
+    // the calling thread's, kept between runs (a kernel may run on several sessions' threads).
+    thread_local hwy::AlignedFreeUniquePtr<int16_t[]> padded;
+    thread_local size_t padded_capacity = 0;
+    thread_local hwy::AlignedFreeUniquePtr<float[]> blocked_y;
+    thread_local size_t blocked_y_capacity = 0;
+    const size_t padded_size = static_cast<size_t>(groups_ * hp_ * wp_ * b);
+    if (padded_capacity < padded_size) {
+      padded = hwy::AllocateAligned<int16_t>(padded_size);
+      padded_capacity = padded_size;
+    }
+    const size_t blocked_y_size = static_cast<size_t>(out_blocks_ * b * p_.oh * p_.ow);
+    if (!p_.blocked && blocked_y_capacity < blocked_y_size) {
+      blocked_y = hwy::AllocateAligned<float>(blocked_y_size);
+      blocked_y_capacity = blocked_y_size;
+    }
+    const int64_t bands = ceil_div(p_.oh, band_rows_), items = static_cast<int64_t>(panels_.size()) * bands;
+    const int64_t chunk = std::max<int64_t>(1, items / (8 * threads));
+    const int64_t plane = p_.oh * p_.ow;
+    for (int64_t image = 0; image < p_.n; ++image) {
+      const float* x = xt->data<float>() + image * x_image;
+      float* y = yt->data<float>() + image * y_image;
+      const float* residual = rt != nullptr ? rt->data<float>() + image * y_image : nullptr;
+      int16_t* xp = padded.get();
+      float* yb = p_.blocked ? y : blocked_y.get();
+#pragma omp parallel num_threads(threads) if (threads > 1)
+      {
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < groups_ * hp_; ++row) quantize_row(x, xp, row, q);
+#pragma omp for schedule(dynamic, chunk)
+        for (int64_t item = 0; item < items; ++item) {
+          const int64_t oy = item % bands * band_rows_;
+          run_band(xp, yb, residual, scale.data(), panels_[static_cast<size_t>(item / bands)], oy,
+                   std::min(p_.oh, oy + band_rows_));
+        }
+        if (!p_.blocked) {
+          // Y's planes from the blocked image, then the epilogue over them (plain R).
+#pragma omp for schedule(static)
+          for (int64_t oc = 0; oc < p_.m; ++oc) {
+            const float* from = yb + (oc / b * plane) * b + oc % b;
+            float* to = y + oc * plane;
+            for (int64_t i = 0; i < plane; ++i) to[i] = from[i * b];
+            if (!epilogue_.empty()) {
+              hwy_cpu::apply_epilogue_here(epilogue_, to, residual != nullptr ? residual + oc * plane : nullptr, plane);
+            }
+          }
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  struct Panel {
+    int64_t first = 0, blocks = 2, offset = 0;  // first output block, blocks, packed weights' offset
+  };
+
+  int32_t weight(int64_t oc, int64_t c, int64_t tap) const {
+    const int64_t zero = p_.w_zero == nullptr ? 0 : p_.w_zero->get_int(p_.w_zero->numel() == 1 ? 0 : oc);
+    return static_cast<int32_t>(p_.weights->get_int((oc * p_.c + c) * p_.kh * p_.kw + tap) - zero);
+  }
+
+  // DynamicQuantizeLinear's scale and zero point of all of X (every image: its range is the
+  // whole tensor's).
+  DynamicQuantParams quantization(const float* x, int threads) const {
+    const int64_t b = p_.lanes;
+    // Per plane of channel blocks: a blocked X's last block holds C % b channels.
+    const int64_t runs = p_.blocked ? p_.n * groups_ : 1;
+    const int64_t run_floats = p_.blocked ? p_.h * p_.w * b : p_.n * p_.c * p_.h * p_.w;
+    const int64_t chunks_per_run = ceil_div(run_floats, kRangeChunk);
+    float lo = 0.0f, hi = 0.0f;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) reduction(min : lo) reduction(max : hi)
+    for (int64_t i = 0; i < runs * chunks_per_run; ++i) {
+      const int64_t run = i / chunks_per_run, begin = i % chunks_per_run * kRangeChunk;
+      const size_t valid = p_.blocked && run % groups_ == groups_ - 1 && p_.c % b != 0 ? static_cast<size_t>(p_.c % b)
+                                                                                   : static_cast<size_t>(b);
+      HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvRange)(x + run * run_floats + begin,
+                                                static_cast<size_t>(std::min(kRangeChunk, run_floats - begin)), valid,
+                                                &lo, &hi);
+    }
+    return dynamic_quant_params(lo, hi);
+  }
+
+  // Row `row` (input block g, padded row py) of the zero-bordered int16 copy of the image.
+  void quantize_row(const float* x, int16_t* xp, int64_t row, const DynamicQuantParams& q) const {
+    const int64_t b = p_.lanes, g = row / hp_, iy = row % hp_ - p_.pt;
+    int16_t* dst = xp + row * wp_ * b;
+    if (iy < 0 || iy >= p_.h) {
+      std::fill(dst, dst + wp_ * b, int16_t{0});
+      return;
+    }
+    std::fill(dst, dst + p_.pl * b, int16_t{0});
+    std::fill(dst + (p_.pl + p_.w) * b, dst + wp_ * b, int16_t{0});
+    const float scale = q.scale, zero = static_cast<float>(q.zero_point);
+    if (p_.blocked) {
+      HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvQuantize)(x + (g * p_.h + iy) * p_.w * b, static_cast<size_t>(p_.w * b),
+                                                   scale, zero, dst + p_.pl * b);
+      return;
+    }
+    // Plain X: each channel's row quantized, then laid into its lane (0 for padded channels).
+    thread_local std::vector<int16_t> channel_row;
+    channel_row.resize(static_cast<size_t>(p_.w));
+    for (int64_t lane = 0; lane < b; ++lane) {
+      const int64_t c = g * b + lane;
+      int16_t* to = dst + p_.pl * b + lane;
+      if (c >= p_.c) {
+        for (int64_t i = 0; i < p_.w; ++i) to[i * b] = 0;
+        continue;
+      }
+      HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvQuantize)(x + (c * p_.h + iy) * p_.w, static_cast<size_t>(p_.w), scale, zero,
+                                                   channel_row.data());
+      for (int64_t i = 0; i < p_.w; ++i) to[i * b] = channel_row[static_cast<size_t>(i)];
+    }
+  }
+
+  // Output rows [oy0, oy1) of one panel into the blocked image `y`: for each run of input blocks,
+  // the tiles of every row, then (blocked Y) the epilogue over each row of each output block.
+  void run_band(const int16_t* xp, float* y, const float* residual, const float* scale, const Panel& panel,
+                int64_t oy0, int64_t oy1) const {
+    const int64_t b = p_.lanes, plane = p_.oh * p_.ow;
+    hwy_cpu::QConvRow t{};
+    t.pixel_stride = static_cast<size_t>(p_.sw * b);
+    t.taps = taps_.data();
+    t.num_taps = taps_.size();
+    t.group_stride = static_cast<size_t>(hp_ * wp_ * b);
+    t.blocks = static_cast<size_t>(panel.blocks);
+    t.y_group = static_cast<size_t>(plane * b);
+    t.tiles = row_tiles_.data();
+    t.num_tiles = row_tiles_.size() / 2;
+    const int64_t group_weights = p_.kh * p_.kw * b * panel.blocks * b;
+    float* const y_panel = y + panel.first * plane * b;
+    for (int64_t g0 = 0; g0 < groups_; g0 += run_groups_) {
+      const int64_t g1 = std::min(groups_, g0 + run_groups_);
+      t.groups = static_cast<size_t>(g1 - g0);
+      t.w = packed_.get() + panel.offset + g0 * group_weights;
+      t.accumulate = g0 > 0;
+      const bool last = g1 == groups_;
+      t.scale = last ? scale + panel.first * b : nullptr;
+      t.bias = last && !bias_.empty() ? bias_.data() + panel.first * b : nullptr;
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        t.x = xp + g0 * t.group_stride + oy * p_.sh * wp_ * b;
+        t.y = y_panel + oy * p_.ow * b;
+        HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvRowRun)(t);
+      }
+    }
+    if (epilogue_.empty() || !p_.blocked) return;
+    for (int64_t j = 0; j < panel.blocks; ++j) {
+      const int64_t offset = (panel.first + j) * plane * b + oy0 * p_.ow * b;
+      hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
+                                   (oy1 - oy0) * p_.ow * b);
+    }
+  }
+
+  Plan p_;
+  hwy_cpu::VectorEpilogue epilogue_;
+  int64_t mr_ = 0, groups_ = 0, out_blocks_ = 0, hp_ = 0, wp_ = 0;
+  int64_t run_groups_ = 1;  // input blocks per run over a band of rows (the rest accumulate in Y)
+  int64_t band_rows_ = 1;   // output rows a thread takes at once
+  std::vector<Panel> panels_;
+  std::vector<size_t> taps_;
+  std::vector<int64_t> row_tiles_;  // (first column, width) of each tile of a row
+  hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
+  std::vector<float> w_scale_, bias_;  // per output channel, padded to whole blocks
+};
+
+bool supports(const KernelCompileContext& ctx) { return plan_of(ctx).has_value(); }
+
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  const auto p = plan_of(ctx);
+  if (!p) return Status::internal_error(str_cat(ctx.node.describe(), ": not a cpu.conv_i16 node"));
+  return std::unique_ptr<Kernel>(std::make_unique<QuantizedConvKernel>(*p));
+}
+
+}  // namespace
+
+KernelImpl quantized_conv_kernel() { return {"cpu.conv_i16", "DynamicQuantizedConv", supports, create}; }
+
+}  // namespace opfuse
+#endif  // HWY_ONCE
