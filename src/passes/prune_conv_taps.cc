@@ -12,6 +12,10 @@
 // Keeping the live range [lo, hi] (dead taps outside it read zeros only): p' = p - lo*d and
 // p_end' = (O-1)*s + (hi-lo)*d + 1 - I - p', so every output reads the same live taps. Refused
 // when a dead tap lies between live ones (not a range) or a new pad would be negative. Exact.
+// Also for opfuse::DynamicQuantizedConv (integer weights), whose padding is x's zero point: a
+// dead tap adds (z - z) * w = 0 there too.
+#include <cstring>
+
 #include "ops/fused.h"
 #include "ops/nn_common.h"
 #include "passes/pass_util.h"
@@ -51,8 +55,9 @@ Result<bool> prune(Graph& graph, PassContext& ctx, Node* node) {
   const auto x = known_dims(node->input(0));
   const auto y = known_dims(node->output(0));
   const Tensor* w = constant_data(node->input(1));
-  if (!x || !y || x->size() != 4 || y->size() != 4 || w == nullptr || w->dtype() != DType::kF32 ||
-      w->rank() != 4) {
+  const bool integer = node->op_type() == "DynamicQuantizedConv";
+  if (!x || !y || x->size() != 4 || y->size() != 4 || w == nullptr || w->rank() != 4 ||
+      w->dtype() != (integer ? w->dtype() : DType::kF32) || (integer && dtype_size(w->dtype()) != 1)) {
     return false;
   }
   const AttrReader attrs(*node);
@@ -72,17 +77,19 @@ Result<bool> prune(Graph& graph, PassContext& ctx, Node* node) {
   if (!smaller) return false;
   const int64_t kh = axes[0].hi - axes[0].lo + 1, kw = axes[1].hi - axes[1].lo + 1;
   const int64_t m = w->dim(0), cg = w->dim(1);
-  std::vector<float> data(static_cast<size_t>(m * cg * kh * kw));
-  const float* src = w->data<float>();
+  OPFUSE_ASSIGN_OR_RETURN(Tensor data, Tensor::uninitialized(w->dtype(), {m, cg, kh, kw}, "pruned conv weights"));
+  const size_t bytes = dtype_size(w->dtype());
+  const char* src = static_cast<const char*>(w->raw_data());
+  char* dst = static_cast<char*>(data.raw_data());
   for (int64_t i = 0; i < m * cg; ++i) {
     for (int64_t r = 0; r < kh; ++r) {
       for (int64_t c = 0; c < kw; ++c) {
-        data[(i * kh + r) * kw + c] = src[(i * w->dim(2) + axes[0].lo + r) * w->dim(3) + axes[1].lo + c];
+        std::memcpy(dst + ((i * kh + r) * kw + c) * bytes,
+                    src + ((i * w->dim(2) + axes[0].lo + r) * w->dim(3) + axes[1].lo + c) * bytes, bytes);
       }
     }
   }
-  Value* pruned = graph.add_constant(node->input(1)->name() + "_pruned",
-                                     Tensor::from_vector<float>({m, cg, kh, kw}, data));
+  Value* pruned = graph.add_constant(node->input(1)->name() + "_pruned", std::move(data));
   graph.set_input(node, 1, pruned);
   node->attrs["kernel_shape"] = AttrValue(std::vector<int64_t>{kh, kw});
   node->attrs["pads"] = AttrValue(std::vector<int64_t>{axes[0].pad_begin, axes[1].pad_begin,
@@ -106,7 +113,8 @@ Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context) {
   bool changed = false;
   for (Node* node : graph.nodes()) {
     const bool conv = (node->domain().empty() && node->op_type() == "Conv") ||
-                      (node->domain() == kFusedDomain && node->op_type() == "FusedConv");
+                      (node->domain() == kFusedDomain &&
+                       (node->op_type() == "FusedConv" || node->op_type() == "DynamicQuantizedConv"));
     if (!conv) continue;
     OPFUSE_ASSIGN_OR_RETURN(bool done, prune(graph, context, node));
     changed |= done;

@@ -262,6 +262,23 @@ TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
   }
 }
 
+// A dilated conv whose off-centre taps read only padding (IS-Net's dilation-8 convs on small
+// maps) loses them at O3 (prune_conv_taps): padding is x's zero point, so they add exactly 0.
+TEST(IntegerProductsInFp32, DynamicallyQuantizedConvLosesTapsThatReadOnlyPadding) {
+  const IsaTier isa = active_target().isa;
+  if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
+  const std::string text = quantized_conv({.c = 16, .m = 16, .h = 5, .w = 5, .attrs = "dilations = [8, 8], pads = [8, 8, 8, 8]", .y = "1,16,5,5"});
+  PassContext ctx;
+  const Graph g = pipeline_at(text, OptLevel::kO3, ctx);
+  bool pruned = false;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == "DynamicQuantizedConv") pruned = AttrReader(*n).get_ints("kernel_shape") == std::vector<int64_t>{1, 1};
+  }
+  EXPECT_TRUE(pruned) << print_graph(g);
+  EXPECT_TRUE(decided(ctx, "prune_conv_taps", true, "3x3 taps -> 1x1"));
+  expect_exact_at_o1_and_o3(text, "cpu.conv_i16", 1);
+}
+
 // Static quantization's operator form: u8 in, per-channel int8 weights, int32 bias, u8 out.
 std::string qlinear_graph(bool conv) {
   const std::string w = conv ? str_cat("%w: i8[6,4,3,3] = const [", weights(6 * 4 * 3, 3, -127, 127), "]")
