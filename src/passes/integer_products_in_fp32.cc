@@ -1,7 +1,8 @@
 // Integer products off the integer reference loops: MatMulInteger of constant weights with
 // its dequantization as one opfuse::FusedMatMulInteger (an exact integer kernel that returns
-// the dequantized floats), below VNNI ConvInteger as a float32 Conv, QLinearMatMul as that
-// anchor and QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
+// the dequantized floats), below VNNI ConvInteger with its quantizer as one
+// opfuse::DynamicQuantizedConv (likewise) or a float32 Conv, QLinearMatMul as the first anchor
+// and QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
 // (quantize_dynamic, and the "*_quantized.onnx" models made with it) writes each weight product as
 //
 //   xq, s, z = DynamicQuantizeLinear(x)
@@ -26,10 +27,18 @@
 // now, the dequantization float32.)
 //
 // ConvInteger (below VNNI; with VNNI oneDNN's exact int8 convolution is faster than float32 and
-// keeps it) with that dequantization becomes a float32 Conv of the dequantized x, Cast(xq) -
-// Cast(z) times s, by (Wq - Wz) * Ws folded once, whose output the Mul's readers read; the bias
-// and activation after it fuse as in a float model. Within float rounding of eager mode, no
-// longer exact: the sums add dequantized products.
+// keeps it) with that dequantization, of one group, on an AVX2 or AVX-512 target, whose x and
+// x_zero a DynamicQuantizeLinear made, becomes with it one
+//
+//   out = opfuse::DynamicQuantizedConv(x, Wq, bias, -, Ws, Wz)      (x: the quantizer's float input)
+//
+// taking the bias Add (ops/integer_conv.cc): bit for bit the graph it replaces, on cpu.conv_i16's
+// exact 16-bit multiply-adds (kernels/cpu/quantized_conv_kernel.cc), which quantizes x as it
+// copies it (the quantized IS-Net at about 0.8x its float32 twin's time on a Zen 3,
+// docs/benchmarks.md). Any other such ConvInteger becomes a float32 Conv of the dequantized x,
+// Cast(xq) - Cast(z) times s, by (Wq - Wz) * Ws folded once, whose output the Mul's readers
+// read; the bias and activation after it fuse as in a float model. Within float rounding of eager
+// mode, no longer exact: the sums add dequantized products.
 //
 // Without that Mul, MatMulInteger becomes the same anchor with scales of 1 (still exact), read by
 // the Casts, now float32 to float32; ConvInteger a float32 Conv of Cast(xq) - Cast(z) by Wq - Wz,
