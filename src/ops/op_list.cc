@@ -22,9 +22,13 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     "BatchNormalization", "Softmax", "LayerNormalization", "Gather", "Expand", "Tile", "Shape",
     // bounded (atan) or logarithmic (asinh) growth; Shrink is shifts and selects
     "Atan", "Asinh", "Shrink",
+    // DynamicQuantizeLinear's scale is the range over 255, finite unless the range itself
+    // overflows (values beyond +-1.7e38: the same limit as a Conv's sums, runtime/non_finite.h)
+    "DynamicQuantizeLinear",
     // opfuse domain
     "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
-    "FromBlocked", "Reblock", "SkipLayerNormalization", "ChannelGather"};
+    "FromBlocked", "Reblock", "SkipLayerNormalization", "ChannelGather", "FusedMatMulInteger",
+    "DynamicQuantizedConv"};
 
 bool all_finite_values(const Tensor& t) {
   if (!is_float(t.dtype())) return true;

@@ -3,8 +3,8 @@
 // library kernel, where they cost nothing, on nodes whose inputs cannot be non-finite; the
 // session runs that plan when every float input is finite and a fully NaN-exact plan otherwise
 // (runtime/session.cc). What this cannot see: a sum of finite values overflowing to Inf inside a
-// Conv or MatMul (|values| near 3.4e38), after which a fused relu would turn a NaN the unfused
-// graph shows into 0.
+// Conv or MatMul (|values| near 3.4e38), or a DynamicQuantizeLinear's range doing so (values
+// beyond +-1.7e38), after which a fused relu would turn a NaN the unfused graph shows into 0.
 #pragma once
 
 #include <unordered_set>

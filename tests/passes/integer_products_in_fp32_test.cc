@@ -6,6 +6,7 @@
 #include "graph_test_util.h"
 #include "ir/text_format.h"
 #include "pipelines/pipeline.h"
+#include "runtime/non_finite.h"
 
 namespace opfuse::testing_graphs {
 namespace {
@@ -259,6 +260,18 @@ TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
   for (const QuantizedConv& q : cases) {
     SCOPED_TRACE(str_cat(q.c, " -> ", q.m, " ", q.attrs));
     expect_exact_at_o1_and_o3(quantized_conv(q), "cpu.conv_i16", 1);
+  }
+}
+
+// Finite inputs give finite outputs (the quantizer's range only overflows beyond +-1.7e38), so
+// the plan for finite inputs may keep NaN-dropping kernels after the anchor (oneDNN's max pool).
+TEST(IntegerProductsInFp32, QuantizedAnchorsKeepFiniteValuesFinite) {
+  PassContext ctx;
+  ctx.target.isa = IsaTier::kAvx2;
+  for (const std::string& text : {quantized_conv(), quantized_graph({.residual = true, .tail = "Relu"})}) {
+    const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
+    EXPECT_TRUE(values_that_may_be_non_finite(g, true).empty()) << print_graph(g);
+    EXPECT_FALSE(values_that_may_be_non_finite(g, false).empty());
   }
 }
 
