@@ -6,14 +6,18 @@
 // channel). A direct loop nest, not a GEMM: these are the reference kernels (the fast ones are in
 // kernels/cpu/onednn_conv_integer.cc).
 //
-// opfuse::DynamicQuantizedConv(X, W, [bias], [R], w_scale, [w_zero]) {Conv's attributes, epilogue,
-// block} is onnxruntime's dynamically quantized convolution as one anchor
+// opfuse::QuantizedConv(X, W, [bias], [R], w_scale, [w_zero], [x_scale], [x_zero]) {Conv's
+// attributes, epilogue, block} is a quantized convolution of float X as one anchor
 // (passes/integer_products_in_fp32.cc writes it):
-//   xq, s, z = DynamicQuantizeLinear(X)
+//   xq, s, z = DynamicQuantizeLinear(X)        (no x_scale: onnxruntime's dynamic quantization)
+//   xq = QuantizeLinear(X, x_scale, x_zero)    (constant x_scale, x_zero: static quantization's
+//                                               QDQ form; s, z = x_scale, x_zero)
 //   Y = post(Cast<float>(ConvInteger(xq, W, z, w_zero)) * (s * w_scale) + bias)
 // with X f32, W u8/i8 [M, C, kh, kw] (one group), w_scale and w_zero one value or one per output
-// channel, bias f32 [M], and FusedConv's post-ops and residual (ops/fused.h). The float steps are
-// the replaced graph's, in its order, so it is that graph bit for bit. `block` 0: X, R and Y
+// channel, x_scale and x_zero (u8 or i8) one value, bias f32 [M], and FusedConv's post-ops and
+// residual (ops/fused.h). For the dynamic form the float steps are the replaced graph's, in its
+// order, so it is that graph bit for bit (the QDQ graph multiplies dequantized operands instead:
+// within float rounding of it). `block` 0: X, R and Y
 // plain [N, C, H, W]; 8 or 16: blocked [N, ceil(C/b), H, W, b] (passes/layout.cc at O3; padded
 // lanes of X are not read). kernels/cpu/quantized_conv_kernel.cc computes the sums exactly in
 // 16-bit products.
@@ -234,9 +238,9 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
   });
 }
 
-// ---------------------------------------------------------------- opfuse::DynamicQuantizedConv
+// ---------------------------------------------------------------- opfuse::QuantizedConv
 
-constexpr size_t kDqcBias = 2, kDqcResidual = 3, kDqcWScale = 4, kDqcWZero = 5;
+constexpr size_t kDqcBias = 2, kDqcResidual = 3, kDqcWScale = 4, kDqcWZero = 5, kDqcXScale = 6, kDqcXZero = 7;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -256,14 +260,19 @@ Status infer_dynamic_quantized_conv(InferContext& ctx) {
   const auto wd = w ? static_dims(*w) : std::nullopt;
   if (!wd || wd->size() != 4) return ctx.error("W must be a [M, C, kh, kw] tensor of known dims");
   const int64_t m = (*wd)[0], c = (*wd)[1];
-  for (size_t i : {kDqcWScale, kDqcWZero}) {
+  for (size_t i : {kDqcWScale, kDqcWZero, kDqcXScale, kDqcXZero}) {
     const auto& shape = ctx.input_shape(i);
     const auto dims = ctx.has_input(i) && shape ? static_dims(*shape) : std::nullopt;
-    if (dims && numel_of(*dims) != 1 && numel_of(*dims) != m) {
-      return ctx.error(str_cat(i == kDqcWScale ? "w_scale" : "w_zero", " (input ", i, ") has ", numel_of(*dims),
-                               " values; expected one or M = ", m));
+    const bool per_x = i >= kDqcXScale;
+    if (dims && numel_of(*dims) != 1 && (per_x || numel_of(*dims) != m)) {
+      static constexpr const char* kNames[] = {"w_scale", "w_zero", "x_scale", "x_zero"};
+      return ctx.error(str_cat(kNames[i - kDqcWScale], " (input ", i, ") has ", numel_of(*dims), " values; expected one",
+                               per_x ? "" : str_cat(" or M = ", m)));
     }
   }
+  if (ctx.has_input(kDqcXZero) && !ctx.has_input(kDqcXScale)) return ctx.error("x_zero (input 7) without x_scale (input 6)");
+  OPFUSE_TRY(check_input_dtype(ctx, kDqcXScale, "x_scale", {DType::kF32}));
+  OPFUSE_TRY(check_input_dtype(ctx, kDqcXZero, "x_zero", {DType::kU8, DType::kI8}));
   std::vector<ValueType> inputs;
   std::vector<const Tensor*> constants;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -297,7 +306,12 @@ Status dynamic_quantized_conv_kernel(KernelContext& ctx) {
   if (block != 0) {
     OPFUSE_ASSIGN_OR_RETURN(x, plain_copy(x, w.dim(1)));
   }
-  OPFUSE_ASSIGN_OR_RETURN(DynamicQuantized xq, dynamic_quantize(x));
+  DynamicQuantized xq;
+  if (const Tensor* x_scale = ctx.input_or_null(kDqcXScale)) {
+    OPFUSE_ASSIGN_OR_RETURN(xq, static_quantize(x, *x_scale, ctx.input_or_null(kDqcXZero), who));
+  } else {
+    OPFUSE_ASSIGN_OR_RETURN(xq, dynamic_quantize(x));
+  }
   IntConv c;
   OPFUSE_ASSIGN_OR_RETURN(c.setup, conv_setup(ctx.node(), xq.q, w, nullptr, false));
   c.x_zero = xq.params.zero_point;
@@ -370,11 +384,11 @@ std::vector<OpDef> integer_conv_ops() {
   }
   {
     OpDef d;
-    d.name = "DynamicQuantizedConv";
+    d.name = "QuantizedConv";
     d.domain = std::string(kFusedDomain);
     d.min_opset = d.max_opset = 1;
     d.min_inputs = 2;  // w_scale comes after optional inputs; shape inference requires it
-    d.max_inputs = 6;
+    d.max_inputs = 8;
     d.attrs = conv_attr_specs();
     d.attrs.push_back({"epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
     d.attrs.push_back({"block", AttrType::kInt, AttrValue(int64_t{0}), false});
@@ -382,7 +396,7 @@ std::vector<OpDef> integer_conv_ops() {
     d.infer = infer_dynamic_quantized_conv;
     d.reference = dynamic_quantized_conv_kernel;
     d.flops = dynamic_quantized_conv_flops;
-    d.summary = "DynamicQuantizeLinear(X) convolved with W - w_zero in int32, times x_scale * w_scale, + bias, then an epilogue";
+    d.summary = "X quantized (dynamically, or by a constant x_scale and x_zero) convolved with W - w_zero in int32, times x_scale * w_scale, + bias, then an epilogue";
     ops.push_back(std::move(d));
   }
   return ops;

@@ -28,7 +28,7 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     // opfuse domain
     "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
     "FromBlocked", "Reblock", "SkipLayerNormalization", "ChannelGather", "FusedMatMulInteger",
-    "DynamicQuantizedConv"};
+    "QuantizedConv"};
 
 bool all_finite_values(const Tensor& t) {
   if (!is_float(t.dtype())) return true;

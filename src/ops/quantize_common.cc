@@ -122,4 +122,25 @@ Result<DynamicQuantized> dynamic_quantize(const Tensor& x) {
   return d;
 }
 
+Result<DynamicQuantized> static_quantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point,
+                                         const std::string& who) {
+  if (scale.dtype() != DType::kF32 || scale.numel() != 1 || (zero_point && zero_point->numel() != 1)) {
+    return Status::user_error(str_cat(who, ": x_scale ", scale.type_string(), " and x_zero ",
+                                      zero_point ? zero_point->type_string() : "(none)", " must be one value each"));
+  }
+  DynamicQuantized d;
+  d.params.scale = scale.data<float>()[0];
+  d.params.zero_point = zero_point ? static_cast<int32_t>(zero_point->get_int(0)) : 0;
+  const DType type = zero_point ? zero_point->dtype() : DType::kU8;
+  OPFUSE_TRY(visit_quantized(type, who + ": x_zero", [&](auto q) -> Status {
+    using Q = decltype(q);
+    OPFUSE_ASSIGN_OR_RETURN(d.q, Tensor::uninitialized(type, x.dims(), "QuantizeLinear output"));
+    const float* xp = x.data<float>();
+    Q* out = d.q.data<Q>();
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = quantize_value<Q>(xp[i] / d.params.scale, d.params.zero_point);
+    return Status::ok();
+  }));
+  return d;
+}
+
 }  // namespace opfuse

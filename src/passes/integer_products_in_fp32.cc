@@ -1,7 +1,7 @@
 // Integer products off the integer reference loops: MatMulInteger of constant weights with
 // its dequantization as one opfuse::FusedMatMulInteger (an exact integer kernel that returns
 // the dequantized floats), below VNNI ConvInteger with its quantizer as one
-// opfuse::DynamicQuantizedConv (likewise) or a float32 Conv, QLinearMatMul as the first anchor
+// opfuse::QuantizedConv (likewise) or a float32 Conv, QLinearMatMul as the first anchor
 // and QLinearConv as float ops (their section below). ONNX Runtime's dynamic quantizer
 // (quantize_dynamic, and the "*_quantized.onnx" models made with it) writes each weight product as
 //
@@ -30,7 +30,7 @@
 // keeps it) with that dequantization, of one group, on an AVX2 or AVX-512 target, whose x and
 // x_zero a DynamicQuantizeLinear made, becomes with it one
 //
-//   out = opfuse::DynamicQuantizedConv(x, Wq, bias, -, Ws, Wz)      (x: the quantizer's float input)
+//   out = opfuse::QuantizedConv(x, Wq, bias, -, Ws, Wz)      (x: the quantizer's float input)
 //
 // taking the bias Add (ops/integer_conv.cc): bit for bit the graph it replaces, on cpu.conv_i16's
 // exact 16-bit multiply-adds (kernels/cpu/quantized_conv_kernel.cc), which quantizes x as it
@@ -293,13 +293,21 @@ Status rewrite_as_integer_anchor(Graph& graph, Node* node, const std::optional<D
   return Status::ok();
 }
 
+// Why `conv` does not become an opfuse::QuantizedConv on cpu.conv_i16, or "": it runs one group,
+// from AVX2 (below, no kernel), below VNNI (with it oneDNN's int8 convolution, or for the QDQ form
+// the float conv of AVX-512, neither measured against this kernel there).
+std::string quantized_conv_refusal(const Node& conv, const Target& target) {
+  if (AttrReader(conv).get_int("group") != 1) return "a grouped conv (cpu.conv_i16 runs one group)";
+  if (target.isa < IsaTier::kAvx2) return "below AVX2 there is no cpu.conv_i16";
+  if (target.isa >= IsaTier::kAvx512CoreVnni) return "the target has VNNI: the float (or oneDNN int8) convolution stays";
+  return "";
+}
+
 // The DynamicQuantizeLinear that made ConvInteger `node`'s x and x zero point, and whose scale
-// its dequantization `dq` multiplies by, when it is a 2-d conv of one group on an AVX2 or AVX-512
-// target without VNNI (cpu.conv_i16's, kernels/cpu/quantized_conv_kernel.cc; below AVX2 it has no
-// kernel); null otherwise.
+// its dequantization `dq` multiplies by, when it is a 2-d conv quantized_conv_refusal accepts;
+// null otherwise.
 Node* dynamic_quantization_of(const Node& node, const std::optional<Dequantization>& dq, const Target& target) {
-  if (!dq || target.isa < IsaTier::kAvx2 || AttrReader(node).get_int("group") != 1 ||
-      constant_data(node.input(1))->rank() != 4) {
+  if (!dq || !quantized_conv_refusal(node, target).empty() || constant_data(node.input(1))->rank() != 4) {
     return nullptr;
   }
   Node* q = node.input(0)->producer();
@@ -338,7 +346,7 @@ std::optional<ConvBias> conv_bias_of(Graph& graph, const Value* product, int64_t
 }
 
 // ConvInteger `node` (refusal_reason passed) of DynamicQuantizeLinear `q`'s x, with onnxruntime's
-// dequantization `dq` and the bias Add after it, as one opfuse::DynamicQuantizedConv of q's float
+// dequantization `dq` and the bias Add after it, as one opfuse::QuantizedConv of q's float
 // input (ops/integer_conv.cc): the same steps in the same order, so bit for bit that graph, with
 // x quantized inside the kernel (no u8 tensor, and in the blocked layout at O3). The activation
 // and residual after it fuse as epilogues.
@@ -352,7 +360,7 @@ Status rewrite_as_dynamic_quantized_conv(Graph& graph, Node* node, Node* q, cons
   }
   while (inputs.back() == nullptr) inputs.pop_back();
   // Conv's attributes (pads, strides, dilations, group, kernel_shape, auto_pad) are ConvInteger's.
-  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "DynamicQuantizedConv", std::move(inputs), out->name(),
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "QuantizedConv", std::move(inputs), out->name(),
                                                   out->shape, DType::kF32, node->attrs, node->name() + "_fused",
                                                   std::string(kFusedDomain)));
   graph.replace_all_uses(out, product);  // the Add, Mul, Cast, ConvInteger (and the quantizer, if unread) die in dce
@@ -481,7 +489,7 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
   return graph.rename_value(q, name);
 }
 
-// ---- QDQ MatMul (static quantization's QDQ form) -----------------------------------------------
+// ---- QDQ MatMul and Conv (static quantization's QDQ form) -----------------------------------------
 //
 // MatMul(DequantizeLinear(QuantizeLinear(x, s, z), s, z), DequantizeLinear(Wq, ws, wz)) with one
 // constant scale and zero point for the pair and constant 2-d weights (their scale and zero point
@@ -493,6 +501,9 @@ Status rewrite_qlinear(Graph& graph, Node* node) {
 // taking the constant bias Add after it, on cpu.gemm_i16. The reference dequantizes both operands
 // in f32 and multiplies those; the anchor multiplies the exact integer sums by s * ws: within float
 // rounding of it. The pair stays for the pair's other readers (quantize_pairs_in_fp32 takes it).
+// A Conv of one group in the same form (weights [M, C, kh, kw] per tensor or per output channel)
+// becomes opfuse::QuantizedConv(x, Wq, bias, -, ws, wz, s, z), which quantizes x itself, on
+// cpu.conv_i16 where quantized_conv_refusal accepts the target.
 
 // A MatMul's operands in the QDQ form (the refusal reasons below say what each must be).
 struct QdqOperands {
@@ -501,10 +512,12 @@ struct QdqOperands {
   Node* w = nullptr;  // the weights' DequantizeLinear
 };
 
-// The operands when `matmul` reads a QuantizeLinear -> DequantizeLinear pair and dequantized
-// weights, nullopt when it does not; `reason` says why such a MatMul is not rewritten ("" if it is).
+// The operands when `matmul` (or a Conv) reads a QuantizeLinear -> DequantizeLinear pair and
+// dequantized weights, nullopt when it does not; `reason` says why such a node is not rewritten
+// ("" if it is).
 std::optional<QdqOperands> qdq_operands(const Node& matmul, std::string& reason) {
   reason.clear();
+  const bool conv = matmul.op_type() == "Conv";
   const Node* dq = matmul.input(0) != nullptr ? matmul.input(0)->producer() : nullptr;
   Node* w = matmul.input(1) != nullptr ? matmul.input(1)->producer() : nullptr;
   if (!is_onnx_op(dq, "DequantizeLinear") || !is_onnx_op(w, "DequantizeLinear") || dq->input(0) == nullptr) return std::nullopt;
@@ -520,21 +533,24 @@ std::optional<QdqOperands> qdq_operands(const Node& matmul, std::string& reason)
   }
   out.x = *xp;
   const Tensor* wq = constant_data(w->input(0));
-  if (wq == nullptr || !is_int8(wq->dtype()) || wq->rank() != 2 || wq->numel() == 0) {
-    reason = "the weights are not constant non-empty u8/i8 of rank 2";
+  if (wq == nullptr || !is_int8(wq->dtype()) || wq->rank() != (conv ? 4 : 2) || wq->numel() == 0) {
+    reason = conv ? "the weights are not constant non-empty u8/i8 of a 2-d conv" : "the weights are not constant non-empty u8/i8 of rank 2";
     return out;
   }
-  const int64_t n = wq->dim(1);
+  // Output channels: a MatMul's columns (axis 1), a Conv's first axis.
+  const int64_t n = wq->dim(conv ? 0 : 1);
   const AttrReader attrs(*w);
   const int64_t axis = attrs.has("axis") ? attrs.get_int("axis") : 1;
+  const bool per_channel_axis = conv ? axis == 0 || axis == -4 : axis == 1 || axis == -1;
   const Tensor* ws = constant_data(w->input(1));
   const Tensor* wz = w->input(2) != nullptr ? constant_data(w->input(2)) : nullptr;
-  const auto per_column_or_one = [&](const Tensor* t) {
-    return t != nullptr && (t->numel() == 1 || (t->rank() == 1 && t->numel() == n && (axis == 1 || axis == -1)));
+  const auto per_channel_or_one = [&](const Tensor* t) {
+    return t != nullptr && (t->numel() == 1 || (t->rank() == 1 && t->numel() == n && per_channel_axis));
   };
-  if (!per_column_or_one(ws) || ws->dtype() != DType::kF32 || (w->input(2) != nullptr && (!per_column_or_one(wz) || wz->dtype() != wq->dtype())) ||
+  if (!per_channel_or_one(ws) || ws->dtype() != DType::kF32 || (w->input(2) != nullptr && (!per_channel_or_one(wz) || wz->dtype() != wq->dtype())) ||
       (attrs.has("block_size") && attrs.get_int("block_size") != 0)) {
-    reason = "the weights' scale and zero point are not constants per tensor or per column";
+    reason = conv ? "the weights' scale and zero point are not constants per tensor or per output channel"
+                  : "the weights' scale and zero point are not constants per tensor or per column";
     return out;
   }
   for (int64_t j = 0; j < ws->numel(); ++j) {
@@ -579,6 +595,20 @@ Status rewrite_qdq_matmul(Graph& graph, Node* matmul, const QdqOperands& ops, st
   return take_over(graph, out, product);
 }
 
+// The QDQ Conv `conv` (qdq_operands passed) as one opfuse::QuantizedConv of the pair's float input
+// with the pair's constant scale and zero point, taking the Conv's bias (constant by the time
+// kernels are made: a DequantizeLinear of an int32 bias folds), on cpu.conv_i16. Within float
+// rounding of the reference, which convolves the dequantized operands in float.
+Status rewrite_qdq_conv(Graph& graph, Node* conv, const QdqOperands& ops) {
+  std::vector<Value*> inputs = {ops.q->input(0), ops.w->input(0), conv->input(2), nullptr, ops.w->input(1),
+                                ops.w->input(2), ops.q->input(1), ops.q->input(2)};
+  while (inputs.back() == nullptr) inputs.pop_back();
+  Value* out = conv->output(0);
+  OPFUSE_ASSIGN_OR_RETURN(Value * product, add_op(graph, "QuantizedConv", std::move(inputs), out->name(), out->shape,
+                                                  DType::kF32, conv->attrs, conv->name() + "_fused", std::string(kFusedDomain)));
+  return take_over(graph, out, product);
+}
+
 }  // namespace
 
 Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& context) {
@@ -596,6 +626,21 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
       }
       OPFUSE_TRY(rewrite_qlinear(graph, node));
       context.decide(application(std::string(kPass), what, {node->name()}));
+      changed = true;
+      continue;
+    }
+    if (node->op_type() == "Conv") {
+      std::string reason;
+      const std::optional<QdqOperands> ops = qdq_operands(*node, reason);
+      if (!ops) continue;
+      const std::string what = str_cat("Conv '", node->name(), "' of QDQ operands as opfuse::QuantizedConv");
+      if (reason.empty()) reason = quantized_conv_refusal(*node, context.target);
+      if (!reason.empty()) {
+        context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
+        continue;
+      }
+      OPFUSE_TRY(rewrite_qdq_conv(graph, node, *ops));
+      context.decide(application(std::string(kPass), what, {node->name()}, node->name() + "_fused"));
       changed = true;
       continue;
     }
@@ -630,7 +675,7 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
     const std::optional<Dequantization> dq = dequantization_of(*node, channels_of(*node, *constant_data(node->input(1))));
     if (Node* q = conv ? dynamic_quantization_of(*node, dq, context.target) : nullptr) {
       OPFUSE_TRY(rewrite_as_dynamic_quantized_conv(graph, node, q, *dq));
-      context.decide(application(std::string(kPass), str_cat("ConvInteger '", node->name(), "' with its quantizer and dequantization as opfuse::DynamicQuantizedConv"),
+      context.decide(application(std::string(kPass), str_cat("ConvInteger '", node->name(), "' with its quantizer and dequantization as opfuse::QuantizedConv"),
                                  {node->name()}, node->name() + "_fused"));
       changed = true;
       continue;

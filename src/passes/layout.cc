@@ -19,7 +19,7 @@
 //    read plain when it has few channels and no blocked node computed it (a first conv on an
 //    image: oneDNN reads nchw there directly), else blocked when it has a blocked form, else
 //    through a ToBlocked.
-//  - opfuse::DynamicQuantizedConv (a dynamically quantized conv) runs blocked too, reading X
+//  - opfuse::QuantizedConv (a dynamically quantized conv) runs blocked too, reading X
 //    through a ToBlocked when no blocked node computed it.
 //  - Followers join a region only when one of their data inputs is blocked already, so no
 //    reorder is added for them: MaxPool / AveragePool (a 3-d pool whose last window axis is
@@ -168,7 +168,7 @@ class LayoutPass {
     if (node->domain().empty() || node->domain() == kFusedDomain) {
       if (op == "Conv" || (op == "FusedConv" && node->domain() == kFusedDomain)) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_conv(*node));
-      } else if (op == "DynamicQuantizedConv" && node->domain() == kFusedDomain) {
+      } else if (op == "QuantizedConv" && node->domain() == kFusedDomain) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_dynamic_quantized_conv(*node));
       } else if (op == "ChannelGather" && node->domain() == kFusedDomain) {
         OPFUSE_ASSIGN_OR_RETURN(plan, plan_channel_gather(*node));
@@ -319,7 +319,7 @@ class LayoutPass {
     return std::optional<Plan>(std::move(p));
   }
 
-  // opfuse::DynamicQuantizedConv (ops/integer_conv.cc) on the blocked layout: X, R and Y blocked
+  // opfuse::QuantizedConv (ops/integer_conv.cc) on the blocked layout: X, R and Y blocked
   // (its kernel quantizes X as it copies it, so a blocked X costs nothing), in the layout of its
   // neighbours; channels-last it has no kernel, so it stays plain there.
   Result<std::optional<Plan>> plan_dynamic_quantized_conv(const Node& node) {

@@ -12,7 +12,7 @@
 // Keeping the live range [lo, hi] (dead taps outside it read zeros only): p' = p - lo*d and
 // p_end' = (O-1)*s + (hi-lo)*d + 1 - I - p', so every output reads the same live taps. Refused
 // when a dead tap lies between live ones (not a range) or a new pad would be negative. Exact.
-// Also for opfuse::DynamicQuantizedConv (integer weights), whose padding is x's zero point: a
+// Also for opfuse::QuantizedConv (integer weights), whose padding is x's zero point: a
 // dead tap adds (z - z) * w = 0 there too.
 #include <cstring>
 
@@ -55,7 +55,7 @@ Result<bool> prune(Graph& graph, PassContext& ctx, Node* node) {
   const auto x = known_dims(node->input(0));
   const auto y = known_dims(node->output(0));
   const Tensor* w = constant_data(node->input(1));
-  const bool integer = node->op_type() == "DynamicQuantizedConv";
+  const bool integer = node->op_type() == "QuantizedConv";
   if (!x || !y || x->size() != 4 || y->size() != 4 || w == nullptr || w->rank() != 4 ||
       w->dtype() != (integer ? w->dtype() : DType::kF32) || (integer && dtype_size(w->dtype()) != 1)) {
     return false;
@@ -114,7 +114,7 @@ Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context) {
   for (Node* node : graph.nodes()) {
     const bool conv = (node->domain().empty() && node->op_type() == "Conv") ||
                       (node->domain() == kFusedDomain &&
-                       (node->op_type() == "FusedConv" || node->op_type() == "DynamicQuantizedConv"));
+                       (node->op_type() == "FusedConv" || node->op_type() == "QuantizedConv"));
     if (!conv) continue;
     OPFUSE_ASSIGN_OR_RETURN(bool done, prune(graph, context, node));
     changed |= done;

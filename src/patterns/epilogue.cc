@@ -46,7 +46,7 @@ constexpr AnchorSpec kAnchors[] = {{"Conv", "FusedConv"},
                                    // integer_products_in_fp32 writes these (ops/integer_matmul.cc,
                                    // ops/integer_conv.cc)
                                    {"", "FusedMatMulInteger"},
-                                   {"", "DynamicQuantizedConv"}};
+                                   {"", "QuantizedConv"}};
 
 const AnchorSpec* anchor_spec(const Node& node) {
   for (const AnchorSpec& a : kAnchors) {

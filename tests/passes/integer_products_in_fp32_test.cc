@@ -172,7 +172,7 @@ TEST(IntegerProductsInFp32, AQdqMatMulRunsOnTheIntegerAnchor) {
 // IS-Net's form: DynamicQuantizeLinear, ConvInteger of u8 (or i8) weights with a zero point per
 // output channel, onnxruntime's dequantization, a bias reshaped to [1, M, 1, 1] (by a Reshape, as
 // the quantizer writes it), an optional residual Add, then Relu.
-struct QuantizedConv {
+struct QuantizedConvGraph {
   int64_t c = 8, m = 16, h = 6, w = 6, k = 3;
   std::string attrs = "pads = [1, 1, 1, 1]";
   std::string y = "1,16,6,6";  // the output's dims (for the residual)
@@ -180,7 +180,7 @@ struct QuantizedConv {
   bool residual = false;
 };
 
-std::string quantized_conv(const QuantizedConv& q = {}) {
+std::string quantized_conv(const QuantizedConvGraph& q = {}) {
   const std::string wt = q.i8 ? "i8" : "u8";
   return str_cat("graph @main (%x: f32[1,", q.c, ",", q.h, ",", q.w, "]", q.residual ? str_cat(", %r: f32[", q.y, "]") : "",
                  ") {\n  %wq: ", wt, "[", q.m, ",", q.c, ",", q.k, ",", q.k, "] = const [",
@@ -199,7 +199,7 @@ std::string quantized_conv(const QuantizedConv& q = {}) {
 
 // Below AVX2 ConvInteger becomes a float32 Conv of dequantized operands; on AVX2 and AVX-512
 // without VNNI the quantizer, the conv, its dequantization and bias one
-// opfuse::DynamicQuantizedConv; with VNNI it stays for oneDNN's int8 convolution.
+// opfuse::QuantizedConv; with VNNI it stays for oneDNN's int8 convolution.
 TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
   for (IsaTier isa : {IsaTier::kSse41, IsaTier::kAvx2, IsaTier::kAvx512Core, IsaTier::kAvx512CoreVnni}) {
     SCOPED_TRACE(std::string(isa_tier_name(isa)));
@@ -209,14 +209,14 @@ TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
     const bool vnni = isa >= IsaTier::kAvx512CoreVnni, integer = !vnni && isa >= IsaTier::kAvx2;
     EXPECT_EQ(count_op(g, "ConvInteger"), vnni ? 1 : 0) << print_graph(g);
     EXPECT_EQ(count_op(g, "Conv"), isa == IsaTier::kSse41 ? 1 : 0) << print_graph(g);
-    EXPECT_EQ(count_op(g, "DynamicQuantizedConv"), integer ? 1 : 0) << print_graph(g);
+    EXPECT_EQ(count_op(g, "QuantizedConv"), integer ? 1 : 0) << print_graph(g);
     if (integer) {  // the Add of the bias is the anchor's, the Relu its epilogue from O2
       for (std::string_view op : {"DynamicQuantizeLinear", "Cast", "Mul", "Add", "Reshape"}) {
         EXPECT_EQ(count_op(g, op), 0) << op << "\n" << print_graph(g);
       }
     }
     EXPECT_EQ(decided(ctx, kRule, true, "scales folded into its operands"), isa == IsaTier::kSse41);
-    EXPECT_EQ(decided(ctx, kRule, true, "as opfuse::DynamicQuantizedConv"), integer);
+    EXPECT_EQ(decided(ctx, kRule, true, "as opfuse::QuantizedConv"), integer);
     EXPECT_EQ(decided(ctx, kRule, false, "VNNI"), vnni);
   }
 }
@@ -249,7 +249,7 @@ TEST(IntegerProductsInFp32, ADynamicallyQuantizedConvIsOneExactAnchor) {
 TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
   const IsaTier isa = active_target().isa;
   if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
-  const std::vector<QuantizedConv> cases = {
+  const std::vector<QuantizedConvGraph> cases = {
       {.c = 3, .m = 8, .h = 9, .w = 13, .y = "1,8,9,13"},
       {.c = 12, .m = 24, .h = 5, .w = 7, .y = "1,24,5,7", .i8 = true},
       {.c = 16, .m = 40, .h = 4, .w = 4, .k = 1, .attrs = "", .y = "1,40,4,4"},
@@ -257,7 +257,7 @@ TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
       {.c = 24, .m = 16, .h = 9, .w = 9, .attrs = "dilations = [2, 2], pads = [2, 2, 2, 2]", .y = "1,16,9,9"},
       {.c = 96, .m = 32, .h = 3, .w = 20, .y = "1,32,3,20"},  // 12 input blocks: two runs on a 32 KiB L1
   };
-  for (const QuantizedConv& q : cases) {
+  for (const QuantizedConvGraph& q : cases) {
     SCOPED_TRACE(str_cat(q.c, " -> ", q.m, " ", q.attrs));
     expect_exact_at_o1_and_o3(quantized_conv(q), "cpu.conv_i16", 1);
   }
@@ -285,11 +285,63 @@ TEST(IntegerProductsInFp32, DynamicallyQuantizedConvLosesTapsThatReadOnlyPadding
   const Graph g = pipeline_at(text, OptLevel::kO3, ctx);
   bool pruned = false;
   for (const Node* n : g.nodes()) {
-    if (n->op_type() == "DynamicQuantizedConv") pruned = AttrReader(*n).get_ints("kernel_shape") == std::vector<int64_t>{1, 1};
+    if (n->op_type() == "QuantizedConv") pruned = AttrReader(*n).get_ints("kernel_shape") == std::vector<int64_t>{1, 1};
   }
   EXPECT_TRUE(pruned) << print_graph(g);
   EXPECT_TRUE(decided(ctx, "prune_conv_taps", true, "3x3 taps -> 1x1"));
   expect_exact_at_o1_and_o3(text, "cpu.conv_i16", 1);
+}
+
+// Static quantization's QDQ form around a Conv (a QuantizeLinear -> DequantizeLinear pair on x, of
+// `x_zero`'s type, and int8 weights dequantized per output channel): one opfuse::QuantizedConv of
+// x with the pair's constant scale and zero point from AVX2 below VNNI, on cpu.conv_i16, within
+// float rounding of eager mode (which convolves the dequantized operands in float), NaN in x
+// the lowest step in both; a grouped one stays.
+std::string qdq_conv(const std::string& x_zero, int64_t group = 1) {
+  return str_cat(R"(graph @main (%x: f32[1,8,7,9]) {
+  %wq: i8[16,)", 8 / group, R"(,3,3] = const [)", weights(16 * 8 / group * 3, 3, -128, 127), R"(]
+  %ws: f32[16] = const [)", weights(1, 16, 1, 9), R"(]
+  %wz: i8[16] = const [)", weights(1, 16, -9, 9), R"(]
+  %b: f32[16] = const [)", weights(1, 16, -3, 3), R"(]
+  %s: f32[] = const [0.03125]
+  %z: )", x_zero, R"(
+  %xq = QuantizeLinear(%x, %s, %z)
+  %xd = DequantizeLinear(%xq, %s, %z)
+  %w = DequantizeLinear(%wq, %ws, %wz) {axis = 0}
+  %c = Conv(%xd, %w, %b) {pads = [1, 1, 1, 1], group = )", group, R"(}
+  %y = Relu(%c)
+  return %y
+}
+)");
+}
+
+TEST(IntegerProductsInFp32, AQdqConvIsOneQuantizedConv) {
+  for (const std::string x_zero : {"u8[] = const [117]", "i8[] = const [-11]"}) {
+    SCOPED_TRACE(x_zero);
+    const std::string text = qdq_conv(x_zero);
+    for (IsaTier isa : {IsaTier::kSse41, IsaTier::kAvx2, IsaTier::kAvx512CoreVnni}) {
+      PassContext ctx;
+      ctx.target.isa = isa;
+      const Graph g = pipeline_at(text, OptLevel::kO1, ctx);
+      const bool integer = isa == IsaTier::kAvx2;
+      EXPECT_EQ(count_op(g, "QuantizedConv"), integer ? 1 : 0) << print_graph(g);
+      EXPECT_EQ(count_op(g, "Conv"), integer ? 0 : 1) << print_graph(g);
+      EXPECT_TRUE(integer ? decided(ctx, kRule, true, "of QDQ operands as opfuse::QuantizedConv")
+                          : decided(ctx, kRule, false, isa == IsaTier::kSse41 ? "below AVX2" : "VNNI"));
+    }
+    const IsaTier isa = active_target().isa;
+    const bool integer = isa >= IsaTier::kAvx2 && isa < IsaTier::kAvx512CoreVnni;
+    for (const LevelRun& r : compile_at_every_level(text, 9, 4, 40, 1e30f)) {
+      SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
+      EXPECT_LE(r.run.diff, 1e-5);
+      EXPECT_EQ(r.run.steps_running("cpu.conv_i16"), integer ? 1u : 0u) << ::testing::PrintToString(r.run.steps);
+    }
+  }
+  PassContext ctx;
+  ctx.target.isa = IsaTier::kAvx2;
+  const Graph g = pipeline_at(qdq_conv("u8[] = const [117]", 2), OptLevel::kO1, ctx);
+  EXPECT_EQ(count_op(g, "QuantizedConv"), 0) << print_graph(g);
+  EXPECT_TRUE(decided(ctx, kRule, false, "a grouped conv"));
 }
 
 // Static quantization's operator form: u8 in, per-channel int8 weights, int32 bias, u8 out.

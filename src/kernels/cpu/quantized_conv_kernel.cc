@@ -1,9 +1,10 @@
 // "cpu.conv_i16": Y = post(float(sum (q(X) - z)(W - w_zero)) * (s * w_scale) + bias) for
-// opfuse::DynamicQuantizedConv (ops/integer_conv.cc), where q, s, z are DynamicQuantizeLinear's
-// quantization of X (kernels/cpu/quantized_conv_kernel.h).
+// opfuse::QuantizedConv (ops/integer_conv.cc), where q, s, z are DynamicQuantizeLinear's
+// quantization of X, or QuantizeLinear's by a constant s and z (kernels/cpu/quantized_conv_kernel.h).
 //
-// One run: (1) X's range, in parallel over its chunks (padded lanes of a blocked X left out),
-// and from it s and z by the reference's own formula (ops/quantize_common.h); (2) per image, X
+// One run: (1) for dynamic quantization X's range, in parallel over its chunks (padded lanes of a
+// blocked X left out), and from it s and z by the reference's own formula
+// (ops/quantize_common.h); (2) per image, X
 // quantized into a zero-bordered copy of int16 q - z in the blocked layout (the padding is x's
 // zero point, so 0 here, as ConvInteger counts it); (3) cpu.conv's loop (direct_conv_kernel.cc:
 // bands of output rows per panel of output blocks, runs of input blocks whose weights fit in L1,
@@ -107,22 +108,24 @@ void QConvRange(const float* x, size_t n, size_t valid, float* lo, float* hi) {
   *hi = std::max(*hi, h);
 }
 
-// y = saturate(round_half_even(x / scale) + zero, 0, 255) - zero as int16 (NaN quantizes to 0),
-// DynamicQuantizeLinear's u8 less its zero point.
-void QConvQuantize(const float* x, size_t n, float scale, float zero, int16_t* y) {
+// y = saturate(round_half_even(x / scale) + zero, lo, hi) - zero as int16, NaN quantizing to lo:
+// QuantizeLinear's (and DynamicQuantizeLinear's) u8 or i8 ([lo, hi]) less its zero point.
+void QConvQuantize(const float* x, size_t n, float scale, float zero, float lo, float hi, int16_t* y) {
   const DF df;
   const DI di;
   const hn::Rebind<int16_t, DF> d16;
   const auto vs = hn::Set(df, scale), vz = hn::Set(df, zero);
-  const auto v0 = hn::Zero(df), v255 = hn::Set(df, 255.0f);
+  const auto vlo = hn::Set(df, lo), vhi = hn::Set(df, hi);
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const auto q = hn::Add(hn::Round(hn::Div(hn::LoadU(df, x + i), vs)), vz);
-    const auto clamped = hn::IfThenZeroElse(hn::IsNaN(q), hn::Min(hn::Max(q, v0), v255));
+    const auto clamped = hn::IfThenElse(hn::IsNaN(q), vlo, hn::Min(hn::Max(q, vlo), vhi));
     hn::StoreU(hn::DemoteTo(d16, hn::ConvertTo(di, hn::Sub(clamped, vz))), d16, y + i);
   }
-  const int32_t zp = static_cast<int32_t>(zero);
-  for (; i < n; ++i) y[i] = static_cast<int16_t>(quantize_value<uint8_t>(x[i] / scale, zp) - zp);
+  for (; i < n; ++i) {
+    const float v = x[i] / scale;
+    y[i] = static_cast<int16_t>((std::isnan(v) ? lo : std::clamp(round_half_even(v) + zero, lo, hi)) - zero);
+  }
 }
 
 #if HWY_TARGET == HWY_SCALAR
@@ -232,8 +235,8 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-// Inputs of opfuse::DynamicQuantizedConv.
-constexpr size_t kX = 0, kW = 1, kBias = 2, kResidual = 3, kWScale = 4, kWZero = 5;
+// Inputs of opfuse::QuantizedConv.
+constexpr size_t kX = 0, kW = 1, kBias = 2, kResidual = 3, kWScale = 4, kWZero = 5, kXScale = 6, kXZero = 7;
 
 // Below this many multiply-adds one thread does the conv (as cpu.conv).
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
@@ -254,6 +257,10 @@ struct Plan {
   const Tensor* w_zero = nullptr;       // one value or M, or null
   const Tensor* w_scale = nullptr;      // f32, one value or M
   const Tensor* bias = nullptr;         // f32 [M], or null
+  // Static quantization (constant x_scale and x_zero): X's scale, zero point and range; else X is
+  // quantized dynamically (u8, scale and zero point from its range at run time).
+  std::optional<DynamicQuantParams> x_params;
+  float x_low = 0.0f, x_high = 255.0f;
   std::vector<PostOp> epilogue;
   bool residual = false;
 };
@@ -266,7 +273,7 @@ bool one_or(const Tensor* t, int64_t m) { return t != nullptr && (t->numel() == 
 
 std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
-  if (node.op_type() != "DynamicQuantizedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
+  if (node.op_type() != "QuantizedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
       node.inputs().size() <= kWScale) {
     return std::nullopt;
   }
@@ -304,11 +311,30 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   p.pt = pads[0][0], p.pb = pads[0][1], p.pl = pads[1][0], p.pr = pads[1][1];
   // Negative pads (a crop) are not a zero border.
   if (p.pt < 0 || p.pb < 0 || p.pl < 0 || p.pr < 0) return std::nullopt;
+  if (p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt + p.pb + p.pl + p.pr == 0) {
+    // A product over the pixels, which lie in one run per channel block: rows of up to 64 of
+    // them tile better than the image's (ResNet-50's 7 and 14 pixels wide: tiles of 4 and 5).
+    const int64_t pixels = p.h * p.w;
+    int64_t row = 1;
+    for (int64_t d = 1; d <= std::min<int64_t>(64, pixels); ++d) row = pixels % d == 0 ? d : row;
+    p.h = p.oh = pixels / row;
+    p.w = p.ow = row;
+  }
   p.w_scale = constant(ctx, kWScale);
   if (!one_or(p.w_scale, p.m) || p.w_scale->dtype() != DType::kF32) return std::nullopt;
   if (node.has_input(kWZero)) {
     p.w_zero = constant(ctx, kWZero);
     if (!one_or(p.w_zero, p.m) || p.w_zero->dtype() != p.weights->dtype()) return std::nullopt;
+  }
+  if (node.has_input(kXScale)) {
+    const Tensor* s = constant(ctx, kXScale);
+    const Tensor* z = node.has_input(kXZero) ? constant(ctx, kXZero) : nullptr;
+    if (s == nullptr || s->dtype() != DType::kF32 || s->numel() != 1 || (node.has_input(kXZero) && z == nullptr) ||
+        (z != nullptr && (z->numel() != 1 || !is_int8(z->dtype())))) {
+      return std::nullopt;
+    }
+    p.x_params = DynamicQuantParams{s->data<float>()[0], z != nullptr ? static_cast<int32_t>(z->get_int(0)) : 0};
+    if (z != nullptr && z->dtype() == DType::kI8) p.x_low = -128.0f, p.x_high = 127.0f;
   }
   if (node.has_input(kBias)) {
     p.bias = constant(ctx, kBias);
@@ -403,7 +429,7 @@ class QuantizedConvKernel final : public Kernel {
     }
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
-    const DynamicQuantParams q = quantization(xt->data<float>(), threads);
+    const DynamicQuantParams q = p_.x_params ? *p_.x_params : quantization(xt->data<float>(), threads);
     // The replaced graph's Mul(x_scale, w_scale), per output channel.
     std::vector<float> scale(w_scale_.size());
     for (size_t i = 0; i < scale.size(); ++i) scale[i] = q.scale * w_scale_[i];
@@ -503,7 +529,7 @@ class QuantizedConvKernel final : public Kernel {
     const float scale = q.scale, zero = static_cast<float>(q.zero_point);
     if (p_.blocked) {
       HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvQuantize)(x + (g * p_.h + iy) * p_.w * b, static_cast<size_t>(p_.w * b),
-                                                   scale, zero, dst + p_.pl * b);
+                                                   scale, zero, p_.x_low, p_.x_high, dst + p_.pl * b);
       return;
     }
     // Plain X: each channel's row quantized, then laid into its lane (0 for padded channels).
@@ -517,7 +543,7 @@ class QuantizedConvKernel final : public Kernel {
         continue;
       }
       HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvQuantize)(x + (c * p_.h + iy) * p_.w, static_cast<size_t>(p_.w), scale, zero,
-                                                   channel_row.data());
+                                                   p_.x_low, p_.x_high, channel_row.data());
       for (int64_t i = 0; i < p_.w; ++i) to[i * b] = channel_row[static_cast<size_t>(i)];
     }
   }
@@ -582,7 +608,7 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 
 }  // namespace
 
-KernelImpl quantized_conv_kernel() { return {"cpu.conv_i16", "DynamicQuantizedConv", supports, create}; }
+KernelImpl quantized_conv_kernel() { return {"cpu.conv_i16", "QuantizedConv", supports, create}; }
 
 }  // namespace opfuse
 #endif  // HWY_ONCE
