@@ -4,9 +4,10 @@ quantize_static default, and most exporters' quantized models), for timing opfus
 models: every Conv, and every MatMul of 2-d constant weights, with float weights reads its input
 through QuantizeLinear -> DequantizeLinear (uint8, one scale and zero point per tensor) and its
 weights through DequantizeLinear of int8 weights (symmetric, one scale per output channel: a
-Conv's first axis, a MatMul's columns). Not calibrated: every activation gets the
-same --scale (0.05) and zero point 128, so outputs are far from the float model's; only the
-structure and the work are real. Usage:
+Conv's first axis, a MatMul's columns). A BatchNormalization that is a Conv's only reader is
+folded into its weights and bias first, as onnxruntime's quantize_static does before quantizing.
+Not calibrated: every activation gets the same --scale (0.05) and zero point 128, so outputs are
+far from the float model's; only the structure and the work are real. Usage:
 
     /usr/bin/python3 tools/zoo/quantize_qdq.py IN.onnx OUT.onnx [--scale 0.05]
 """
@@ -16,12 +17,47 @@ from onnx import helper, numpy_helper
 import rewrite_model
 
 
+def fold_batchnorms(graph, inits):
+    """The graph's nodes with each BatchNormalization that is a Conv's only reader (constant
+    weights and parameters) folded into the Conv: W * g / sqrt(v + eps) per output channel, bias
+    (b - mean) * g / sqrt(v + eps) + beta."""
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    folded, dropped = {}, set()
+    for node in graph.node:
+        if node.op_type != "Conv" or node.input[1] not in inits:
+            continue
+        users = readers.get(node.output[0], [])
+        bn = users[0] if len(users) == 1 else None
+        graph_outputs = {o.name for o in graph.output}
+        if bn is None or bn.op_type != "BatchNormalization" or node.output[0] in graph_outputs or \
+                not all(i in inits for i in bn.input[1:5]):
+            continue
+        g, beta, mean, var = (numpy_helper.to_array(inits[i]).astype(np.float64) for i in bn.input[1:5])
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        k = g / np.sqrt(var + eps)
+        w = numpy_helper.to_array(inits[node.input[1]])
+        b = numpy_helper.to_array(inits[node.input[2]]) if len(node.input) > 2 and node.input[2] else np.zeros(w.shape[0])
+        w = (w * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(np.float32)
+        b = ((b - mean) * k + beta).astype(np.float32)
+        wn, bname = node.output[0] + "_bn_w", node.output[0] + "_bn_b"
+        graph.initializer.extend([numpy_helper.from_array(w, wn), numpy_helper.from_array(b, bname)])
+        inits[wn], inits[bname] = graph.initializer[-2], graph.initializer[-1]
+        conv = helper.make_node("Conv", [node.input[0], wn, bname], [bn.output[0]], name=node.name)
+        conv.attribute.extend(node.attribute)
+        folded[id(node)] = conv
+        dropped.add(id(bn))
+    return [folded.get(id(n), n) for n in graph.node if id(n) not in dropped]
+
+
 def quantize(model, scale):
     """The graph's new node list and how many convs it quantized (rewrite_model.rewrite_file)."""
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     nodes, count = [], 0
-    for node in graph.node:
+    for node in fold_batchnorms(graph, inits):
         conv = node.op_type == "Conv"
         if not (conv or node.op_type == "MatMul") or node.input[1] not in inits or \
                 (not conv and len(inits[node.input[1]].dims) != 2):
