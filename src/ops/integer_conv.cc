@@ -304,6 +304,9 @@ Status dynamic_quantized_conv_kernel(KernelContext& ctx) {
   const int64_t m = w.dim(0);
   Tensor x = ctx.input(0);
   if (block != 0) {
+    if (x.rank() != 5 || x.dim(4) != block || x.dim(1) != ceil_div(w.dim(1), block)) {
+      return ctx.error(str_cat("blocked X ", x.type_string(), " does not hold ", w.dim(1), " channels in blocks of ", block));
+    }
     OPFUSE_ASSIGN_OR_RETURN(x, plain_copy(x, w.dim(1)));
   }
   DynamicQuantized xq;

@@ -479,6 +479,29 @@ TEST(IntegerProductsInFp32, AMalformedIntegerAnchorIsAClearError) {
   }
 }
 
+TEST(IntegerProductsInFp32, AMalformedQuantizedConvIsAClearError) {
+  struct Case {
+    std::string x, decl, call, message;
+  };
+  const std::string w = "  %w: u8[4,3,1,1] = const [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\n  %ws: f32[] = const [0.5]\n";
+  const Case cases[] = {
+      {"f32[1,3,4,4]", "  %ws4: f32[2] = const [1, 2]\n", "opfuse::QuantizedConv(%x, %w, _, _, %ws4)", "w_scale (input 4) has 2 values; expected one or M = 4"},
+      {"f32[1,3,4,4]", "", "opfuse::QuantizedConv(%x, %w)", "w_scale (input 4) is required"},
+      {"f32[1,3,4,4]", "  %xs: f32[2] = const [1, 2]\n", "opfuse::QuantizedConv(%x, %w, _, _, %ws, _, %xs)", "x_scale (input 6) has 2 values; expected one"},
+      {"f32[1,3,4,4]", "  %xz: u8[] = const [3]\n", "opfuse::QuantizedConv(%x, %w, _, _, %ws, _, _, %xz)", "x_zero (input 7) without x_scale"},
+      {"f32[1,1,4,4,16]", "", "opfuse::QuantizedConv(%x, %w, _, _, %ws) {block = 8}", "does not hold 3 channels in blocks of 8"},
+      {"u8[1,3,4,4]", "", "opfuse::QuantizedConv(%x, %w, _, _, %ws)", "X (input 0) has dtype u8; expected f32"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.call);
+    auto g = parse_graph(str_cat("graph @main (%x: ", c.x, ") {\n", w, c.decl, "  %y = ", c.call, "\n  return %y\n}\n"));
+    const Status s = g.is_ok() ? Session::create(std::move(*g), SessionOptions{}).status() : g.status();
+    EXPECT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("QuantizedConv"), std::string::npos) << s.message();
+  }
+}
+
 TEST(IntegerProductsInFp32, SwitchedOffByNameKeepsTheIntegerProduct) {
   PassContext ctx;
   const Graph g = pipeline_without_rule(quantized_graph({.k = 8, .n = 4}), OptLevel::kO1, std::string(kRule), ctx);
