@@ -36,12 +36,8 @@ bool read_fused_tail(const KernelCompileContext& ctx, const Dims& y, ConstantWei
   const Node& node = ctx.node;
   // Inputs A, B, bias, residual: anything further (a later extension) is declined.
   if (node.domain() != kFusedDomain || node.inputs().size() > 4) return false;
-  auto epilogue = read_epilogue(node);
-  if (!epilogue.is_ok()) return false;
-  int adds = 0;
-  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
-  if (adds != (node.has_input(3) ? 1 : 0) || !hwy_cpu::vector_epilogue(*epilogue)) return false;
-  if (node.has_input(3) && hwy_cpu::static_dims_of(node.input(3)) != y) return false;
+  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, y);
+  if (!epilogue) return false;
   product.epilogue = std::move(*epilogue);
   return true;
 }

@@ -32,6 +32,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/direct_conv_kernel.h"
+#include "kernels/cpu/direct_conv_split.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
@@ -222,12 +223,8 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
     p.bias = f32_constant(ctx, 2, Dims{p.m});
     if (p.bias == nullptr) return std::nullopt;
   }
-  auto epilogue = read_epilogue(node);
-  if (!epilogue.is_ok() || !hwy_cpu::vector_epilogue(*epilogue)) return std::nullopt;
-  int adds = 0;
-  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
-  if (adds != (node.has_input(3) ? 1 : 0)) return std::nullopt;
-  if (node.has_input(3) && hwy_cpu::static_dims_of(node.input(3)) != *y) return std::nullopt;
+  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y);
+  if (!epilogue) return std::nullopt;
   p.residual = node.has_input(3);
   p.epilogue = std::move(*epilogue);
   return p;
@@ -244,9 +241,6 @@ class DirectConvKernel final : public Kernel {
     padded_ = p_.pt > 0 || p_.pl > 0 || p_.pb > 0 || p_.pr > 0;
     hp_ = p_.h + p_.pt + p_.pb;
     wp_ = p_.w + p_.pl + p_.pr;
-    for (int64_t ky = 0; ky < p_.kh; ++ky) {
-      for (int64_t kx = 0; kx < p_.kw; ++kx) taps_.push_back(static_cast<size_t>((ky * p_.dh * wp_ + kx * p_.dw) * b));
-    }
     // Weights: panel, input block, tap, lane, the panel's outputs; zero for padded channels.
     const int64_t taps = p_.kh * p_.kw, width = blocks_ * b, panel_floats = groups_ * taps * b * width;
     packed_ = hwy::AllocateAligned<float>(static_cast<size_t>(panels_ * panel_floats));
@@ -266,29 +260,13 @@ class DirectConvKernel final : public Kernel {
     }
     bias_.assign(static_cast<size_t>(panels_ * width), 0.0f);
     if (p_.bias != nullptr) std::copy_n(p_.bias->data<float>(), p_.m, bias_.begin());
-    // Input blocks per run over a band: their weights (taps x b x panel width floats each) fill
-    // three quarters of L1, so the band's tiles read them from there and the band's outputs stay
-    // in L1 in between (with every input block in one run the panel's weights came from L2 for
-    // every tile: ResNet-50's 3x3 convs took about 1.2x as long; half of L1, one 8-channel block
-    // per run on AVX2, was about 10% slower than two on one core).
-    const int64_t l1 = active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024;
-    run_groups_ = std::clamp<int64_t>(l1 * 3 / 4 / (taps * b * width * 4), 1, groups_);
-    // Rows per band: enough pixels (about 32) for the run's weights to be read from L1 many
-    // times, so a 7x7 map takes the band of 5 rows, a 56-wide one a single row.
-    band_rows_ = std::clamp<int64_t>(ceil_div(32, p_.ow), 1, p_.oh);
-    // Tiles of nearly equal width per output row.
-    const int64_t tiles = ceil_div(p_.ow, mr_);
-    for (int64_t i = 0, ox = 0; i < tiles; ++i) {
-      const int64_t cols = p_.ow / tiles + (i < p_.ow % tiles ? 1 : 0);
-      row_tiles_.push_back(ox);
-      row_tiles_.push_back(cols);
-      ox += cols;
-    }
+    // A run's weights: taps x b x panel width floats per input block.
+    split_ = direct_conv_split(groups_, taps * b * width * 4, p_.oh, p_.ow, mr_, p_.kh, p_.kw, p_.dh, p_.dw, wp_, b);
   }
 
   std::string_view name() const override { return "cpu.conv"; }
   std::string implementation() const override {
-    return str_cat(highway_dispatch_target(), " ", mr_, "x", blocks_ * p_.lanes, " ", run_groups_ * p_.lanes,
+    return str_cat(highway_dispatch_target(), " ", mr_, "x", blocks_ * p_.lanes, " ", split_.run_groups * p_.lanes,
                    " channels per run", padded_ ? ", padded copy" : "");
   }
 
@@ -313,7 +291,7 @@ class DirectConvKernel final : public Kernel {
     }
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
-    const int64_t bands = ceil_div(p_.oh, band_rows_), items = panels_ * bands;
+    const int64_t bands = ceil_div(p_.oh, split_.band_rows), items = panels_ * bands;
     const int64_t chunk = std::max<int64_t>(1, items / (8 * threads));
     for (int64_t image = 0; image < p_.n; ++image) {
       const float* x = xt->data<float>() + image * x_image;
@@ -329,8 +307,8 @@ class DirectConvKernel final : public Kernel {
         const float* src = xp != nullptr ? xp : x;
 #pragma omp for schedule(dynamic, chunk)
         for (int64_t item = 0; item < items; ++item) {
-          const int64_t oy = item % bands * band_rows_;
-          run_band(src, y, residual, item / bands, oy, std::min(p_.oh, oy + band_rows_));
+          const int64_t oy = item % bands * split_.band_rows;
+          run_band(src, y, residual, item / bands, oy, std::min(p_.oh, oy + split_.band_rows));
         }
       }
     }
@@ -360,18 +338,18 @@ class DirectConvKernel final : public Kernel {
     const int64_t in_w = padded_ ? wp_ : p_.w, in_h = padded_ ? hp_ : p_.h;
     hwy_cpu::ConvRow t{};
     t.pixel_stride = static_cast<size_t>(p_.sw * b);
-    t.taps = taps_.data();
-    t.num_taps = taps_.size();
+    t.taps = split_.taps.data();
+    t.num_taps = split_.taps.size();
     t.group_stride = static_cast<size_t>(in_h * in_w * b);
     t.blocks = static_cast<size_t>(blocks_);
     t.y_group = static_cast<size_t>(plane * b);
-    t.tiles = row_tiles_.data();
-    t.num_tiles = row_tiles_.size() / 2;
+    t.tiles = split_.row_tiles.data();
+    t.num_tiles = split_.row_tiles.size() / 2;
     const int64_t group_weights = p_.kh * p_.kw * b * blocks_ * b;
     const float* panel_weights = packed_.get() + panel * groups_ * group_weights;
     float* const y_panel = y + blocks_ * panel * plane * b;
-    for (int64_t g0 = 0; g0 < groups_; g0 += run_groups_) {
-      const int64_t g1 = std::min(groups_, g0 + run_groups_);
+    for (int64_t g0 = 0; g0 < groups_; g0 += split_.run_groups) {
+      const int64_t g1 = std::min(groups_, g0 + split_.run_groups);
       t.groups = static_cast<size_t>(g1 - g0);
       t.w = panel_weights + g0 * group_weights;
       t.accumulate = g0 > 0;
@@ -394,11 +372,8 @@ class DirectConvKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t mr_ = 0, groups_ = 0, panels_ = 0, hp_ = 0, wp_ = 0;
   int64_t blocks_ = 2;  // output blocks per panel: 4, or 2 when they do not come in fours
-  int64_t run_groups_ = 1;  // input blocks per run over a band of rows (the rest accumulate in Y)
-  int64_t band_rows_ = 1;   // output rows a thread takes at once
   bool padded_ = false;
-  std::vector<size_t> taps_;
-  std::vector<int64_t> row_tiles_;  // (first column, width) of each tile of a row
+  DirectConvSplit split_;
   hwy::AlignedFreeUniquePtr<float[]> packed_;
   std::vector<float> bias_;  // padded to whole panels
 };

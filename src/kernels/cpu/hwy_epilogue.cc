@@ -114,6 +114,16 @@ std::optional<VectorEpilogue> vector_epilogue(std::span<const PostOp> ops, bool 
   return out;
 }
 
+std::optional<std::vector<PostOp>> anchor_vector_epilogue(const Node& node, const std::vector<int64_t>& y) {
+  auto epilogue = read_epilogue(node);
+  if (!epilogue.is_ok() || !vector_epilogue(*epilogue)) return std::nullopt;
+  int adds = 0;
+  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
+  if (adds != (node.has_input(3) ? 1 : 0)) return std::nullopt;
+  if (node.has_input(3) && static_dims_of(node.input(3)) != y) return std::nullopt;
+  return std::move(*epilogue);
+}
+
 void apply_epilogue_here(const VectorEpilogue& e, float* y, const float* residual, int64_t n) {
   if (n <= 0 || e.empty()) return;
   if (!e.fast.empty()) {

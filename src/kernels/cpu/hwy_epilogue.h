@@ -53,6 +53,11 @@ struct VectorEpilogue {
 // check both).
 std::optional<VectorEpilogue> vector_epilogue(std::span<const PostOp> ops, bool hand_written = true);
 
+// The epilogue of anchor `node` (an opfuse op with an `epilogue` attribute and its residual as
+// input 3) when a kernel can run it over its output of dims `y`: every post-op has a vector form,
+// "add" appears exactly when the residual is given, and the residual has Y's dims; else nullopt.
+std::optional<std::vector<PostOp>> anchor_vector_epilogue(const Node& node, const std::vector<int64_t>& y);
+
 // y = epilogue(y, residual) elementwise over n floats, in place; `residual` (n floats) is read
 // when the epilogue adds it. Spread over OpenMP threads when n is large.
 void apply_epilogue(const VectorEpilogue& e, float* y, const float* residual, int64_t n);

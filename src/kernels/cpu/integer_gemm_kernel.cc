@@ -274,13 +274,9 @@ std::optional<IntegerProduct> product_of(const KernelCompileContext& ctx) {
     p.bias = constant(kBias);  // a computed bias is left to the reference kernel
     if (p.bias == nullptr || p.bias->dtype() != DType::kF32 || p.bias->dims() != Dims{p.n}) return std::nullopt;
   }
-  auto epilogue = read_epilogue(node);
-  if (!epilogue.is_ok() || !hwy_cpu::vector_epilogue(*epilogue)) return std::nullopt;
-  int adds = 0;
-  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
+  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y_dims);
+  if (!epilogue) return std::nullopt;
   p.has_residual = node.has_input(kResidual);
-  if (adds != (p.has_residual ? 1 : 0)) return std::nullopt;
-  if (p.has_residual && hwy_cpu::static_dims_of(node.input(kResidual)) != *y_dims) return std::nullopt;
   p.epilogue = std::move(*epilogue);
   return p;
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/direct_conv_split.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/quantized_conv_kernel.h"
@@ -340,13 +341,9 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
     p.bias = constant(ctx, kBias);
     if (p.bias == nullptr || p.bias->dtype() != DType::kF32 || p.bias->dims() != Dims{p.m}) return std::nullopt;
   }
-  auto epilogue = read_epilogue(node);
-  if (!epilogue.is_ok() || !hwy_cpu::vector_epilogue(*epilogue)) return std::nullopt;
-  int adds = 0;
-  for (const PostOp& op : *epilogue) adds += op.spec->reads_residual;
+  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y);
+  if (!epilogue) return std::nullopt;
   p.residual = node.has_input(kResidual);
-  if (adds != (p.residual ? 1 : 0)) return std::nullopt;
-  if (p.residual && hwy_cpu::static_dims_of(node.input(kResidual)) != *y) return std::nullopt;
   p.epilogue = std::move(*epilogue);
   return p;
 }
@@ -360,9 +357,6 @@ class QuantizedConvKernel final : public Kernel {
     out_blocks_ = ceil_div(p_.m, b);
     hp_ = p_.h + p_.pt + p_.pb;
     wp_ = p_.w + p_.pl + p_.pr;
-    for (int64_t ky = 0; ky < p_.kh; ++ky) {
-      for (int64_t kx = 0; kx < p_.kw; ++kx) taps_.push_back(static_cast<size_t>((ky * p_.dh * wp_ + kx * p_.dw) * b));
-    }
     const int64_t taps = p_.kh * p_.kw;
     // Panels of two output blocks, the last of one when they are odd; each panel's weights
     // [C/b][taps][b/2 pairs][its columns][2] of W - w_zero, zero for padded channels.
@@ -395,23 +389,13 @@ class QuantizedConvKernel final : public Kernel {
       bias_.assign(static_cast<size_t>(out_blocks_ * b), 0.0f);
       std::copy_n(p_.bias->data<float>(), p_.m, bias_.begin());
     }
-    // Input blocks per run, rows per band and tiles per row as cpu.conv chooses them
-    // (direct_conv_kernel.cc): a run's weights fill three quarters of L1.
-    const int64_t l1 = active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024;
-    run_groups_ = std::clamp<int64_t>(l1 * 3 / 4 / (taps * b * 2 * b * 2), 1, groups_);
-    band_rows_ = std::clamp<int64_t>(ceil_div(32, p_.ow), 1, p_.oh);
-    const int64_t tiles = ceil_div(p_.ow, mr_);
-    for (int64_t i = 0, ox = 0; i < tiles; ++i) {
-      const int64_t cols = p_.ow / tiles + (i < p_.ow % tiles ? 1 : 0);
-      row_tiles_.push_back(ox);
-      row_tiles_.push_back(cols);
-      ox += cols;
-    }
+    // A run's weights: taps x b/2 pairs x two blocks' columns x 2 int16 per input block.
+    split_ = direct_conv_split(groups_, taps * b * 2 * b * 2, p_.oh, p_.ow, mr_, p_.kh, p_.kw, p_.dh, p_.dw, wp_, b);
   }
 
   std::string_view name() const override { return "cpu.conv_i16"; }
   std::string implementation() const override {
-    return str_cat(highway_dispatch_target(), " ", mr_, "x", 2 * p_.lanes, " ", run_groups_ * p_.lanes,
+    return str_cat(highway_dispatch_target(), " ", mr_, "x", 2 * p_.lanes, " ", split_.run_groups * p_.lanes,
                    " channels per run", p_.blocked ? "" : ", plain X and Y");
   }
 
@@ -449,7 +433,7 @@ class QuantizedConvKernel final : public Kernel {
       blocked_y = hwy::AllocateAligned<float>(blocked_y_size);
       blocked_y_capacity = blocked_y_size;
     }
-    const int64_t bands = ceil_div(p_.oh, band_rows_), items = static_cast<int64_t>(panels_.size()) * bands;
+    const int64_t bands = ceil_div(p_.oh, split_.band_rows), items = static_cast<int64_t>(panels_.size()) * bands;
     const int64_t chunk = std::max<int64_t>(1, items / (8 * threads));
     const int64_t plane = p_.oh * p_.ow;
     for (int64_t image = 0; image < p_.n; ++image) {
@@ -464,9 +448,9 @@ class QuantizedConvKernel final : public Kernel {
         for (int64_t row = 0; row < groups_ * hp_; ++row) quantize_row(x, xp, row, q);
 #pragma omp for schedule(dynamic, chunk)
         for (int64_t item = 0; item < items; ++item) {
-          const int64_t oy = item % bands * band_rows_;
+          const int64_t oy = item % bands * split_.band_rows;
           run_band(xp, yb, residual, scale.data(), panels_[static_cast<size_t>(item / bands)], oy,
-                   std::min(p_.oh, oy + band_rows_));
+                   std::min(p_.oh, oy + split_.band_rows));
         }
         if (!p_.blocked) {
           // Y's planes from the blocked image, then the epilogue over them (plain R).
@@ -555,17 +539,17 @@ class QuantizedConvKernel final : public Kernel {
     const int64_t b = p_.lanes, plane = p_.oh * p_.ow;
     hwy_cpu::QConvRow t{};
     t.pixel_stride = static_cast<size_t>(p_.sw * b);
-    t.taps = taps_.data();
-    t.num_taps = taps_.size();
+    t.taps = split_.taps.data();
+    t.num_taps = split_.taps.size();
     t.group_stride = static_cast<size_t>(hp_ * wp_ * b);
     t.blocks = static_cast<size_t>(panel.blocks);
     t.y_group = static_cast<size_t>(plane * b);
-    t.tiles = row_tiles_.data();
-    t.num_tiles = row_tiles_.size() / 2;
+    t.tiles = split_.row_tiles.data();
+    t.num_tiles = split_.row_tiles.size() / 2;
     const int64_t group_weights = p_.kh * p_.kw * b * panel.blocks * b;
     float* const y_panel = y + panel.first * plane * b;
-    for (int64_t g0 = 0; g0 < groups_; g0 += run_groups_) {
-      const int64_t g1 = std::min(groups_, g0 + run_groups_);
+    for (int64_t g0 = 0; g0 < groups_; g0 += split_.run_groups) {
+      const int64_t g1 = std::min(groups_, g0 + split_.run_groups);
       t.groups = static_cast<size_t>(g1 - g0);
       t.w = packed_.get() + panel.offset + g0 * group_weights;
       t.accumulate = g0 > 0;
@@ -589,11 +573,8 @@ class QuantizedConvKernel final : public Kernel {
   Plan p_;
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t mr_ = 0, groups_ = 0, out_blocks_ = 0, hp_ = 0, wp_ = 0;
-  int64_t run_groups_ = 1;  // input blocks per run over a band of rows (the rest accumulate in Y)
-  int64_t band_rows_ = 1;   // output rows a thread takes at once
+  DirectConvSplit split_;
   std::vector<Panel> panels_;
-  std::vector<size_t> taps_;
-  std::vector<int64_t> row_tiles_;  // (first column, width) of each tile of a row
   hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
   std::vector<float> w_scale_, bias_;  // per output channel, padded to whole blocks
 };
