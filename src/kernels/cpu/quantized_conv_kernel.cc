@@ -133,12 +133,7 @@ void QConvQuantize(const float* x, size_t n, float scale, float zero, float lo, 
   }
 }
 
-#if HWY_TARGET == HWY_SCALAR
-// One lane holds no 16-bit pair: plan_of refuses this target (QConvBlock() is 1), so its tiles
-// are never run.
-template <size_t kBlocks, size_t kStride>
-HWY_INLINE void Tile(size_t, const QConvRow&, const int16_t*, float*) {}
-#else
+#if HWY_TARGET != HWY_SCALAR  // one lane holds no 16-bit pair
 template <size_t kBlocks, size_t kStride, size_t kCount>
 HWY_INLINE void TileOf(const QConvRow& t, const int16_t* x, float* y) {
   const DI di;
@@ -199,7 +194,6 @@ HWY_INLINE void Tile(size_t pixels, const QConvRow& t, const int16_t* x, float* 
     Tile<kBlocks, kStride, kCount - 1>(pixels, t, x, y);
   }
 }
-#endif
 
 template <size_t kBlocks, size_t kStride>
 HWY_INLINE void RowTiles(const QConvRow& t) {
@@ -209,17 +203,26 @@ HWY_INLINE void RowTiles(const QConvRow& t) {
   }
 }
 
+// Stride 1 has its own tiles (every input address a constant offset); other strides are read at
+// run time.
 template <size_t kBlocks>
 HWY_INLINE void RowOfStride(const QConvRow& t) {
   if (t.pixel_stride == kLanes) return RowTiles<kBlocks, 1>(t);
-  if (t.pixel_stride == 2 * kLanes) return RowTiles<kBlocks, 2>(t);
   RowTiles<kBlocks, 0>(t);
 }
+#endif
 
-// Every tile of the row (each at most QConvTilePixels() wide).
+// Every tile of the row (each at most QConvTilePixels() wide). Tiles exist from AVX2 (8 lanes) up
+// only, where integer_products_in_fp32 makes the op (plan_of refuses narrower vectors): each
+// target instantiates every tile width, and the SSE4 ones cost minutes of the sanitizer build
+// for a path no model reaches.
 void QConvRowRun(const QConvRow& t) {
-  if (t.blocks == 2) return RowOfStride<2>(t);
-  RowOfStride<1>(t);
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kLanes >= 8) {
+    if (t.blocks == 2) return RowOfStride<2>(t);
+    RowOfStride<1>(t);
+  }
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
@@ -285,7 +288,7 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   Plan p;
   apply_target_caps();  // the vector is the capped target's
   p.lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvBlock)());
-  if (p.lanes < 4) return std::nullopt;  // Highway's scalar target: one lane holds no 16-bit pair
+  if (p.lanes < 8) return std::nullopt;  // tiles from AVX2 up only (QConvRowRun)
   const AttrReader attrs(node);
   const int64_t block = attrs.get_int("block");
   p.blocked = block != 0;
