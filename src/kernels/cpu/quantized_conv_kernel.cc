@@ -421,9 +421,11 @@ class QuantizedConvKernel final : public Kernel {
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
     const DynamicQuantParams q = p_.x_params ? *p_.x_params : quantization(xt->data<float>(), threads);
-    // The replaced graph's Mul(x_scale, w_scale), per output channel.
-    std::vector<float> scale(w_scale_.size());
-    for (size_t i = 0; i < scale.size(); ++i) scale[i] = q.scale * w_scale_[i];
+    // The replaced graph's Mul(x_scale, w_scale), per output channel; 0 for the padded lanes of
+    // the last block, so they hold 0 as the layout expects (ops/layout_ops.cc: finite) even when
+    // an Inf in X made s infinite (every real channel is NaN then).
+    std::vector<float> scale(w_scale_.size(), 0.0f);
+    for (int64_t i = 0; i < p_.m; ++i) scale[i] = q.scale * w_scale_[i];
     // The zero-bordered int16 copy of one image, and for plain Y a blocked image for the tiles:
     // the calling thread's, kept between runs (a kernel may run on several sessions' threads).
     thread_local hwy::AlignedFreeUniquePtr<int16_t[]> padded;
