@@ -309,7 +309,7 @@ Status dynamic_quantized_conv_kernel(KernelContext& ctx) {
     }
     OPFUSE_ASSIGN_OR_RETURN(x, plain_copy(x, w.dim(1)));
   }
-  DynamicQuantized xq;
+  QuantizedTensor xq;
   if (const Tensor* x_scale = ctx.input_or_null(kDqcXScale)) {
     OPFUSE_ASSIGN_OR_RETURN(xq, static_quantize(x, *x_scale, ctx.input_or_null(kDqcXZero), who));
   } else {

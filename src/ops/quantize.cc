@@ -159,7 +159,7 @@ Status dynamic_quantize_linear_kernel(KernelContext& ctx) {
   if (x.dtype() != DType::kF32) {
     return ctx.error(str_cat("input x is ", x.type_string(), "; expected f32"));
   }
-  OPFUSE_ASSIGN_OR_RETURN(DynamicQuantized d, dynamic_quantize(x));
+  OPFUSE_ASSIGN_OR_RETURN(QuantizedTensor d, dynamic_quantize(x));
   OPFUSE_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0, DType::kU8, x.dims()));
   std::memcpy(y->raw_data(), d.q.raw_data(), d.q.nbytes());
   OPFUSE_ASSIGN_OR_RETURN(Tensor * s, ctx.allocate_output(1, DType::kF32, {}));

@@ -107,14 +107,14 @@ Status check_axis_params(const InferContext& ctx, size_t x, int64_t axis) {
   return Status::ok();
 }
 
-Result<DynamicQuantized> dynamic_quantize(const Tensor& x) {
+Result<QuantizedTensor> dynamic_quantize(const Tensor& x) {
   const float* xp = x.data<float>();
   float lo = 0, hi = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (xp[i] < lo) lo = xp[i];
     if (xp[i] > hi) hi = xp[i];
   }
-  DynamicQuantized d;
+  QuantizedTensor d;
   d.params = dynamic_quant_params(lo, hi);
   OPFUSE_ASSIGN_OR_RETURN(d.q, Tensor::uninitialized(DType::kU8, x.dims(), "DynamicQuantizeLinear output"));
   uint8_t* q = d.q.data<uint8_t>();
@@ -122,13 +122,13 @@ Result<DynamicQuantized> dynamic_quantize(const Tensor& x) {
   return d;
 }
 
-Result<DynamicQuantized> static_quantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point,
-                                         const std::string& who) {
+Result<QuantizedTensor> static_quantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point,
+                                        const std::string& who) {
   if (scale.dtype() != DType::kF32 || scale.numel() != 1 || (zero_point && zero_point->numel() != 1)) {
     return Status::user_error(str_cat(who, ": x_scale ", scale.type_string(), " and x_zero ",
                                       zero_point ? zero_point->type_string() : "(none)", " must be one value each"));
   }
-  DynamicQuantized d;
+  QuantizedTensor d;
   d.params.scale = scale.data<float>()[0];
   d.params.zero_point = zero_point ? static_cast<int32_t>(zero_point->get_int(0)) : 0;
   const DType type = zero_point ? zero_point->dtype() : DType::kU8;

@@ -63,15 +63,15 @@ inline DynamicQuantParams dynamic_quant_params(float lo, float hi) {
 // include 0 (NaN elements left out), dynamic_quant_params of it, and every element quantized to
 // u8 (NaN to 0, as QuantizeLinear). Shared by DynamicQuantizeLinear (ops/quantize.cc) and
 // opfuse::QuantizedConv (ops/integer_conv.cc).
-struct DynamicQuantized {
-  Tensor q;  // u8, x's dims
-  DynamicQuantParams params;
+struct QuantizedTensor {
+  Tensor q;  // u8 (or for static_quantize the zero point's type), x's dims
+  DynamicQuantParams params;  // the scale and zero point it was quantized with
 };
-Result<DynamicQuantized> dynamic_quantize(const Tensor& x);
+Result<QuantizedTensor> dynamic_quantize(const Tensor& x);
 // QuantizeLinear of f32 `x` by one scale and zero point (u8 or i8, the output's type; none: u8
 // zero), in the same form (opfuse::QuantizedConv's static quantization). Errors name `who`.
-Result<DynamicQuantized> static_quantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point,
-                                         const std::string& who);
+Result<QuantizedTensor> static_quantize(const Tensor& x, const Tensor& scale, const Tensor* zero_point,
+                                        const std::string& who);
 
 // Calls fn(uint8_t{}) or fn(int8_t{}) for a quantized dtype; a user error naming `what` for any
 // other dtype.
