@@ -133,15 +133,20 @@ void F32ToByte(const float* src, T* dst, size_t n) {
 void F32ToU8(const float* src, uint8_t* dst, size_t n) { F32ToByte(src, dst, n); }
 void F32ToI8(const float* src, int8_t* dst, size_t n) { F32ToByte(src, dst, n); }
 
-// min(0, x...) and max(0, x...) over NaN-free lanes (NaN counts as 0, which is in the range).
-void RangeWithZero(const float* x, size_t n, float* lo, float* hi) {
+// min(0, x...) and max(0, x...) folded into *lo and *hi, leaving out NaN and, when valid is
+// less than a vector's lanes, every lane i % lanes >= valid (n is then whole vectors: the padded
+// lanes of a blocked tensor's last block). Leaving a lane out counts it as 0, which the range
+// holds anyway.
+void RangeWithZero(const float* x, size_t n, size_t valid, float* lo, float* hi) {
   const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
   const size_t lanes = hn::Lanes(d);
+  const auto keep = hn::RebindMask(d, hn::Lt(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(valid))));
   auto vlo = hn::Zero(d), vhi = hn::Zero(d);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const auto v = hn::LoadU(d, x + i);
-    const auto clean = hn::IfThenZeroElse(hn::IsNaN(v), v);
+    const auto clean = hn::IfThenElseZero(hn::AndNot(hn::IsNaN(v), keep), v);
     vlo = hn::Min(vlo, clean);
     vhi = hn::Max(vhi, clean);
   }
@@ -150,8 +155,8 @@ void RangeWithZero(const float* x, size_t n, float* lo, float* hi) {
     if (x[i] < l) l = x[i];
     if (x[i] > h) h = x[i];
   }
-  *lo = l;
-  *hi = h;
+  *lo = std::min(*lo, l);
+  *hi = std::max(*hi, h);
 }
 
 // y = saturate(round_half_even(x / scale) + zero_point) to [0, 255]; NaN -> 0.
@@ -188,6 +193,10 @@ HWY_EXPORT(F32ToU8);
 HWY_EXPORT(F32ToI8);
 HWY_EXPORT(RangeWithZero);
 HWY_EXPORT(QuantizeU8);
+
+void range_with_zero(const float* x, size_t n, size_t valid_lanes, float* lo, float* hi) {
+  HWY_DYNAMIC_DISPATCH(RangeWithZero)(x, n, valid_lanes, lo, hi);
+}
 
 namespace {
 
@@ -281,7 +290,7 @@ class DynamicQuantizeKernel final : public Kernel {
     std::vector<float> los(static_cast<size_t>(chunks), 0.0f), his(static_cast<size_t>(chunks), 0.0f);
     for_chunks(n, [&](int64_t begin, size_t count) {
       const size_t c = static_cast<size_t>(begin / kChunk);
-      HWY_DYNAMIC_DISPATCH(RangeWithZero)(x + begin, count, &los[c], &his[c]);
+      range_with_zero(x + begin, count, count, &los[c], &his[c]);  // every lane counts
     });
     const float lo = std::min(0.0f, *std::min_element(los.begin(), los.end()));
     const float hi = std::max(0.0f, *std::max_element(his.begin(), his.end()));

@@ -40,6 +40,10 @@ KernelImpl whole_axis_average_pool_kernel();
 std::vector<KernelImpl> layout_kernels();
 std::vector<KernelImpl> resize_kernels();
 std::vector<KernelImpl> convert_kernels();  // hwy_convert.cc: Cast, DynamicQuantizeLinear
+// min(0, x...) and max(0, x...) of n floats folded into *lo and *hi, NaN left out, and when
+// valid_lanes is below the dispatched vector's lanes the lanes past it in every vector too (the
+// padded lanes of a blocked tensor's last block; n whole vectors). DynamicQuantizeLinear's range.
+void range_with_zero(const float* x, size_t n, size_t valid_lanes, float* lo, float* hi);
 
 }  // namespace hwy_cpu
 }  // namespace opfuse

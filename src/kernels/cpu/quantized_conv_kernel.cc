@@ -88,31 +88,6 @@ constexpr size_t kPixels = kLanes >= 16 ? 12 : 6;
 size_t QConvBlock() { return kLanes; }
 size_t QConvTilePixels() { return kPixels; }
 
-// min(0, x...) and max(0, x...) over `n` floats, leaving out NaN and, when valid < kLanes, every
-// lane i % kLanes >= valid (n is then whole vectors: padded lanes of a blocked tensor's last
-// block). Leaving a lane out is counting it as 0, which the range holds anyway.
-void QConvRange(const float* x, size_t n, size_t valid, float* lo, float* hi) {
-  const DF d;
-  const DI di;
-  const auto keep = hn::Lt(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(valid)));
-  const auto keep_f = hn::RebindMask(d, keep);
-  auto vlo = hn::Zero(d), vhi = hn::Zero(d);
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const auto v = hn::LoadU(d, x + i);
-    const auto clean = hn::IfThenElseZero(hn::AndNot(hn::IsNaN(v), keep_f), v);
-    vlo = hn::Min(vlo, clean);
-    vhi = hn::Max(vhi, clean);
-  }
-  float l = hn::GetLane(hn::MinOfLanes(d, vlo)), h = hn::GetLane(hn::MaxOfLanes(d, vhi));
-  for (; i < n; ++i) {
-    if (x[i] < l) l = x[i];
-    if (x[i] > h) h = x[i];
-  }
-  *lo = std::min(*lo, l);
-  *hi = std::max(*hi, h);
-}
-
 // y = saturate(round_half_even(x / scale) + zero, lo, hi) - zero as int16, NaN quantizing to lo:
 // QuantizeLinear's (and DynamicQuantizeLinear's) u8 or i8 ([lo, hi]) less its zero point.
 void QConvQuantize(const float* x, size_t n, float scale, float zero, float lo, float hi, int16_t* y) {
@@ -234,7 +209,6 @@ namespace opfuse {
 namespace hwy_cpu {
 HWY_EXPORT(QConvBlock);
 HWY_EXPORT(QConvTilePixels);
-HWY_EXPORT(QConvRange);
 HWY_EXPORT(QConvQuantize);
 HWY_EXPORT(QConvRowRun);
 }  // namespace hwy_cpu
@@ -502,9 +476,8 @@ class QuantizedConvKernel final : public Kernel {
       const int64_t run = i / chunks_per_run, begin = i % chunks_per_run * kRangeChunk;
       const size_t valid = p_.blocked && run % groups_ == groups_ - 1 && p_.c % b != 0 ? static_cast<size_t>(p_.c % b)
                                                                                    : static_cast<size_t>(b);
-      HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvRange)(x + run * run_floats + begin,
-                                                static_cast<size_t>(std::min(kRangeChunk, run_floats - begin)), valid,
-                                                &lo, &hi);
+      hwy_cpu::range_with_zero(x + run * run_floats + begin, static_cast<size_t>(std::min(kRangeChunk, run_floats - begin)),
+                               valid, &lo, &hi);
     }
     return dynamic_quant_params(lo, hi);
   }
