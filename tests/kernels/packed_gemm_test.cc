@@ -3,7 +3,7 @@
 // channels-last). The kernel is created directly, so it is
 // tested on every target (this file's avx2. copy runs the 6x16 AVX2 micro-kernel, the native copy
 // the host's); shapes cross the tile rows (6 or 12), the panel width (16 or 32 columns), the K
-// block (a few hundred) and the thread split. Selection is tested separately: create_kernel picks
+// block (gemm_blocking.h) and the thread split. Selection is tested separately: create_kernel picks
 // it exactly where packed_gemm_wins says so for the active target.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 
+#include "kernels/cpu/gemm_blocking.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
 #include "kernels/kernel.h"
 #include "kernels/target_caps.h"
@@ -69,12 +70,15 @@ TEST(PackedGemm, ShapesMatchTheReference) {
   }
 }
 
-TEST(PackedGemm, BatchDimsFoldIntoRowsAndTallBlocksSplit) {
+TEST(PackedGemm, BatchDimsFoldIntoRowsAndDeepProductsSplitK) {
   std::mt19937 gen(12);
   check("MatMul", {in(random_f32({2, 3, 40}, gen)), cst(random_f32({40, 30}, gen))}, {}, "[2,3,K] x [K,N]");
   check("MatMul", {in(random_f32({1, 128, 96}, gen)), cst(random_f32({1, 96, 80}, gen))}, {}, "[1,M,K] x [1,K,N]");
-  // Rows beyond one L2 block of A (several hundred) and K beyond one L1 block of B.
-  check("MatMul", {in(random_f32({700, 900}, gen)), cst(random_f32({900, 40}, gen))}, {}, "tall, deep");
+  check("MatMul", {in(random_f32({700, 900}, gen)), cst(random_f32({900, 40}, gen))}, {}, "tall");
+  // K beyond one block (an eighth of L2 per panel: at most 4096 floats up to a 2 MiB L2), so
+  // Y holds partial sums between blocks; the epilogue comes once, after the last.
+  check("FusedMatMul", {in(random_f32({13, 9000}, gen)), cst(random_f32({9000, 40}, gen)), cst(random_f32({40}, gen))},
+        {{"epilogue", std::vector<std::string>{"relu"}}}, "deep");
   // Few panels, many rows: the threads split the rows instead.
   check("MatMul", {in(random_f32({301, 64}, gen)), cst(random_f32({64, 16}, gen))}, {}, "rows split");
 }
@@ -268,6 +272,33 @@ TEST(PackedGemm, SelectedExactlyWhereItWinsOnTheTarget) {
   const char* tile = isa >= IsaTier::kAvx512Core ? " 12x32 " : isa == IsaTier::kAvx2 ? " 6x16 " : " 6x8 ";
   EXPECT_NE((*kernel)->implementation().find(tile), std::string::npos)
       << (*kernel)->implementation();
+}
+
+// The blocks are a function of the target's caches: a panel's K block an eighth of L2, M cut
+// only when A's block would pass half the thread's share of L3 (so B streams from memory once
+// per M block), K cut into equal blocks of whole `k_multiple`s.
+TEST(PackedGemm, BlocksFollowTheTargetsCaches) {
+  Target zen3;
+  zen3.cores = 2;
+  zen3.l1d_bytes = 32 << 10;
+  zen3.l2_bytes = 512 << 10;
+  zen3.l3_bytes = 32 << 20;
+  GemmBlocks b = gemm_blocks(zen3, 768, 16, 6, 4, 1);  // BERT-base's 768-deep products: one block
+  EXPECT_EQ(b.kc, 768);
+  EXPECT_GE(b.mc, 128);
+  b = gemm_blocks(zen3, 3072, 16, 6, 4, 1);  // its 3072-deep one: three of 1024
+  EXPECT_EQ(b.kc, 1024);
+  EXPECT_EQ(b.mc, 2046);  // 8 MiB of A rows, a multiple of 6
+  b = gemm_blocks(zen3, 3000, 16, 6, 2, 2);  // int16 pairs: two blocks of 1500
+  EXPECT_EQ(b.kc, 1500);
+  Target small = zen3;
+  small.l3_bytes = 2 << 20;  // 1 MiB per core: A's block of 1024-deep rows holds 126 of them
+  b = gemm_blocks(small, 3072, 16, 6, 4, 1);
+  EXPECT_EQ(b.mc, 126);
+  Target unknown;  // no cache sizes: 512 KiB of L2 and 2 MiB of L3 assumed
+  b = gemm_blocks(unknown, 3072, 16, 6, 4, 1);
+  EXPECT_EQ(b.kc, 1024);
+  EXPECT_EQ(b.mc, 252);
 }
 
 }  // namespace

@@ -99,10 +99,11 @@ TEST(IntegerProductsInFp32, ADynamicallyQuantizedProductIsOneExactIntegerAnchor)
   expect_exact_at_o1_and_o3(text, "cpu.gemm_i16", 1);
 }
 
-// Several K blocks (partial sums kept in Y between them), int8 weights at both ends of their
-// range, a row count below one tile and a tail the vector epilogue runs as a program (Gelu).
+// Several K blocks (partial sums kept in Y between them; a block is at most 8192 deep up to a
+// 2 MiB L2, gemm_blocking.h), int8 weights at both ends of their range, a row count below one
+// tile and a tail the vector epilogue runs as a program (Gelu).
 TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
-  expect_exact_at_o1_and_o3(quantized_graph({.m = 5, .k = 1203, .n = 40, .i8 = true, .tail = "Gelu"}), "cpu.gemm_i16", 1);
+  expect_exact_at_o1_and_o3(quantized_graph({.m = 5, .k = 9001, .n = 40, .i8 = true, .tail = "Gelu"}), "cpu.gemm_i16", 1);
 }
 
 // Sums only cast to float: the anchor with scales of 1, exact, also with x quantized to the ends

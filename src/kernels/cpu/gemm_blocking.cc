@@ -7,13 +7,14 @@ namespace opfuse {
 
 GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panel_width, int64_t tile_rows,
                        int64_t element_bytes, int64_t k_multiple) {
-  const int64_t l1 = target.l1d_bytes > 0 ? target.l1d_bytes : 32 * 1024;
   const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
-  const int64_t kc_max = std::max<int64_t>(64, l1 / 2 / (panel_width * element_bytes));
+  const int64_t l3 = target.l3_bytes > 0 ? target.l3_bytes : 4 * l2;
+  const int64_t l3_share = std::max<int64_t>(l2, l3 / std::max(1, target.cores));
+  const int64_t kc_max = std::max<int64_t>(64, l2 / 8 / (panel_width * element_bytes));
   const int64_t k_blocks = (k + kc_max - 1) / kc_max;
   GemmBlocks b;
   b.kc = ((k + k_blocks - 1) / k_blocks + k_multiple - 1) / k_multiple * k_multiple;
-  b.mc = std::max(tile_rows, l2 / 2 / (b.kc * element_bytes) / tile_rows * tile_rows);
+  b.mc = std::max(tile_rows, l3_share / 2 / (b.kc * element_bytes) / tile_rows * tile_rows);
   return b;
 }
 

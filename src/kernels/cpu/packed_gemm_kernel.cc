@@ -7,8 +7,8 @@
 // vectors' columns (alpha folded in, the last panel zero padded), K block by K block so that a
 // thread's panels of one block are one sequential stream, and the product runs the classic
 // register-tiled loop:
-//   for each K block (kc rows, so one panel's block of NR x kc floats stays in L1)
-//     for each block of mc rows of A (mc x kc floats, in L2)
+//   for each K block (kc rows: one panel's block of NR x kc floats in L2, gemm_blocking.h)
+//     for each block of mc rows of A (mc x kc floats, in the thread's share of L3)
 //       for each panel this thread owns
 //         for each MR rows: MR x NR accumulators in registers, kc FMAs deep
 // A is read in place (its rows strided by K): each broadcast load serves two FMAs, and the
