@@ -101,27 +101,32 @@ Tensor iota(const Ints& dims, float scale) {
 }
 
 TEST(HwyBackendTest, PerChannelConstantOfABlockedTensor) {
-  // x[1,4,H,W,16] * a[1,4,1,1,16]: a repeats its 16 values of one channel block over H x W
-  // (a periodic load). H x W x 16 = 2304 / 1600 / 784 elements: tiles of 1024 that stay in one
-  // block, cross two, or see several (the group is shorter than a tile, read as a gather).
-  for (const Ints& hw : {Ints{12, 12}, Ints{10, 10}, Ints{7, 7}}) {
-    const Ints dims = {1, 4, hw[0], hw[1], 16};
-    FusedProgram p;
-    p.dims = dims;
-    p.input_dims = {dims, {1, 4, 1, 1, 16}};
-    p.output_dims = {dims};
-    p.loads.push_back(ProgramLoad{{0}, true, 0, {0, hw[0] * hw[1] * 16, hw[1] * 16, 16, 1}, {}, 0});
-    p.loads.push_back(ProgramLoad{{1}, true, 0, {0, 16, 0, 0, 1}, {}, 0});
-    p.code = {ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 0}, ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 1},
-              ProgramInstr{InstrKind::kOp, ScalarOp::kMul, 0, 1}};
-    p.stores = {{2, 0, false}};
-    const Tensor x = iota(dims, 0.01f), a = iota({1, 4, 1, 1, 16}, 0.1f);
-    const std::vector<float> y = run_program(p, {&x, &a});
-    ASSERT_EQ(static_cast<int64_t>(y.size()), x.numel());
-    const int64_t plane = hw[0] * hw[1] * 16;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const float want = x.data<float>()[i] * a.data<float>()[(i / plane) * 16 + i % 16];
-      ASSERT_EQ(y[i], want) << "hw " << hw[0] << " element " << i;
+  // x[1,4,H,W,C] * a[1,4,1,1,C]: a repeats its C values of one channel block over H x W (a
+  // periodic load). H x W x 16 = 2304 / 1600 / 784 / 400 elements: tiles of 1024 that stay in
+  // one block, cross two, or see several (the group is shorter than a tile: each stretch is
+  // filled from its own block's pattern). C = 12 does not divide a tile, so tiles start inside
+  // a pattern (phases 4 and 8).
+  for (const int64_t c : {16, 12}) {
+    for (const Ints& hw : {Ints{12, 12}, Ints{10, 10}, Ints{7, 7}, Ints{5, 5}}) {
+      SCOPED_TRACE(str_cat("C ", c, ", H x W ", hw[0], "x", hw[1]));
+      const Ints dims = {1, 4, hw[0], hw[1], c};
+      FusedProgram p;
+      p.dims = dims;
+      p.input_dims = {dims, {1, 4, 1, 1, c}};
+      p.output_dims = {dims};
+      p.loads.push_back(ProgramLoad{{0}, true, 0, {0, hw[0] * hw[1] * c, hw[1] * c, c, 1}, {}, 0});
+      p.loads.push_back(ProgramLoad{{1}, true, 0, {0, c, 0, 0, 1}, {}, 0});
+      p.code = {ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 0}, ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 1},
+                ProgramInstr{InstrKind::kOp, ScalarOp::kMul, 0, 1}};
+      p.stores = {{2, 0, false}};
+      const Tensor x = iota(dims, 0.01f), a = iota({1, 4, 1, 1, c}, 0.1f);
+      const std::vector<float> y = run_program(p, {&x, &a});
+      ASSERT_EQ(static_cast<int64_t>(y.size()), x.numel());
+      const int64_t plane = hw[0] * hw[1] * c;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float want = x.data<float>()[i] * a.data<float>()[(i / plane) * c + i % c];
+        ASSERT_EQ(y[i], want) << "element " << i;
+      }
     }
   }
 }

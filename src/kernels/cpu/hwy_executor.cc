@@ -285,6 +285,8 @@ struct TableRun {
   int64_t start;
   int64_t entry;  // the first element's table entry (source << 48 | offset), or -1: pad
 };
+// Periodic loads whose group is shorter than a tile repeat their pattern at least this often.
+constexpr int64_t kMinPeriodicGroup = 8;
 // Tables average at least this many elements per run to be kept as runs.
 constexpr int64_t kMinMeanRun = 16;
 
@@ -297,6 +299,17 @@ std::vector<TableRun> table_runs(const std::vector<int64_t>& table) {
   }
   runs.push_back({static_cast<int64_t>(table.size()), -1});  // sentinel: the end of the last run
   return runs;
+}
+
+// `len` elements of a pattern of `period` floats at `pattern`, from its element `phase` on:
+// the head of the pattern, its start, then the filled part doubled.
+void fill_pattern(float* buf, int64_t len, const float* pattern, int64_t period, int64_t phase) {
+  const int64_t head = std::min(period - phase, len);
+  std::memcpy(buf, pattern + phase, static_cast<size_t>(head) * sizeof(float));
+  std::memcpy(buf + head, pattern, static_cast<size_t>(std::min(phase, len - head)) * sizeof(float));
+  for (int64_t filled = std::min(period, len); filled < len; filled *= 2) {
+    std::memcpy(buf + filled, buf, static_cast<size_t>(std::min(filled, len - filled)) * sizeof(float));
+  }
 }
 
 class HwyProgram final : public CompiledProgram {
@@ -363,13 +376,14 @@ class HwyProgram final : public CompiledProgram {
         if (last == 0) modes_[k] = LoadMode::kRowSplat;
       }
     }
-    // Flat tiles: a periodic load whose pattern holds for at least a tile is filled once per
-    // pattern; shorter groups would refill every tile, no better than the gather.
+    // Flat tiles: a periodic load is filled from its pattern, once per pattern when its group
+    // holds for at least a tile, else stretch by stretch in every tile; groups of a few periods
+    // would be filled in pieces no longer than the gather's runs.
     periodic_.assign(p_.loads.size(), {});
     for (size_t k = 0; k < p_.loads.size() && !row_tiles_; ++k) {
       if (modes_[k] != LoadMode::kGather) continue;
       const Periodicity pattern = periodicity(p_.dims, p_.loads[k].strides);
-      if (pattern.period > 0 && pattern.group >= tile_len_) {
+      if (pattern.period > 0 && (pattern.group >= tile_len_ || pattern.group >= kMinPeriodicGroup * pattern.period)) {
         modes_[k] = LoadMode::kPeriodic;
         periodic_[k] = pattern;
       }
@@ -611,27 +625,29 @@ class HwyProgram final : public CompiledProgram {
       }
       case LoadMode::kPeriodic: {
         const auto [period, group] = periodic_[li];
+        const int64_t phase = start % period;
         if (start / group == (start + n - 1) / group) {
           // The tile's buffer holds the pattern from this phase on, for a whole tile.
-          const int64_t phase = start % period;
           const int64_t from = offset_of(l, start - phase);
           const int64_t key = from * period + phase;
           if (splat_at != key) {
-            const int64_t head = std::min(period - phase, tile_len_);
-            std::memcpy(buf, src + from + phase, static_cast<size_t>(head) * sizeof(float));
-            std::memcpy(buf + head, src + from, static_cast<size_t>(std::min(phase, tile_len_ - head)) * sizeof(float));
-            for (int64_t filled = std::min(period, tile_len_); filled < tile_len_; filled *= 2) {
-              std::memcpy(buf + filled, buf, static_cast<size_t>(std::min(filled, tile_len_ - filled)) * sizeof(float));
-            }
+            fill_pattern(buf, tile_len_, src + from, period, phase);
             splat_at = key;
           }
           return buf;
         }
-        [[fallthrough]];  // a tile across two patterns
+        // A tile across patterns (groups shorter than a tile: a per-channel constant of a
+        // blocked map of 14x14 or 7x7): each group's stretch filled from its own pattern.
+        for (int64_t i = start; i < start + n;) {
+          const int64_t stop = std::min(start + n, (i / group + 1) * group);
+          fill_pattern(buf + (i - start), stop - i, src + offset_of(l, i - i % period), period, i % period);
+          i = stop;
+        }
+        splat_at = -1;
+        return buf;
       }
       case LoadMode::kGather:
         gather_strided(p_.dims, l.strides, l.base, start, n, buf, coords, [src](int64_t e) { return src[e]; }, src);
-        if (modes_[li] == LoadMode::kPeriodic) splat_at = -1;
         return buf;
       case LoadMode::kTable: {
         const int64_t* table = l.table.data() + start;
