@@ -8,7 +8,8 @@
 // contiguous or per-row splat (when tiles stay inside a row), general strides (gathered), or a
 // table (Pad/Concat/Gather). A strided load that repeats a short contiguous pattern across a
 // tile (a per-channel constant of a blocked nChw16c tensor: its 16 values, over H x W) is
-// periodic: its tile buffer is filled once and reused while the pattern stays the same. A table
+// periodic: its tile buffer is filled once and reused while the pattern stays the same, or, on
+// maps smaller than a tile (14x14, 7x7), filled stretch by stretch from each pattern. A table
 // whose offsets mostly run on by one (a Concat's sources, a Pad's rows) is kept as runs instead:
 // a tile inside one run reads the source in place, others copy their runs; only tables of short
 // runs (a Gather) are read element by element. OpenMP splits the tiles (dynamic schedule: the
