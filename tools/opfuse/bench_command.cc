@@ -19,6 +19,9 @@ struct BenchArgs {
   int iters = 20;
   int warmup = 3;
   bool json = false;
+  // Paired comparison in one process: other models (a quantized or fp16 twin) at the same
+  // level, and other levels ("eager", O0-O3) of MODEL.
+  std::vector<std::string> versus_models, versus_levels;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -33,8 +36,95 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+// One model at one level, compiled once, for the paired comparison.
+struct Variant {
+  std::string model, level;
+  Session session;
+  TensorMap inputs;
+  std::vector<double> times;
+};
+
+// Runs every variant once per round, in an order reversed every other round (ABBA), so that a
+// slow phase of a shared machine, which lasts seconds, falls on all of them alike; each
+// variant's ratio to the first is taken round by round. Separate processes measured minutes
+// apart can differ by 1.5x on such a host; paired runs in one process resolve a few percent.
+Status bench_versus(const BenchArgs& args) {
+  OPFUSE_ASSIGN_OR_RETURN(SessionOptions base, session_options(args.session));
+  std::vector<std::pair<std::string, std::string>> wanted = {{args.model, ""}};
+  for (const std::string& m : args.versus_models) wanted.emplace_back(m, "");
+  for (const std::string& l : args.versus_levels) wanted.emplace_back(args.model, l);
+  std::vector<Variant> variants;
+  for (const auto& [model, level] : wanted) {
+    SessionOptions options = base;
+    if (level == "eager") {
+      options.mode = ExecutionMode::kEager;
+    } else if (!level.empty()) {
+      Result<OptLevel> parsed = parse_opt_level(level);
+      if (!parsed.is_ok()) return Status::user_error(str_cat("--versus-level '", level, "': ", parsed.status().message()));
+      options.mode = ExecutionMode::kGraph;
+      options.level = *parsed;
+    }
+    const std::string shown =
+        options.mode == ExecutionMode::kEager ? std::string("eager") : std::string(opt_level_name(options.level));
+    OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(model, options, args.session.limits));
+    Result<TensorMap> inputs = gather_inputs(session, args.inputs);
+    if (!inputs.is_ok()) return Status::user_error(str_cat(model, ": ", inputs.status().message()));
+    variants.push_back(Variant{model, shown, std::move(session), std::move(*inputs), {}});
+  }
+  const auto run_once = [](Variant& v) -> Result<double> {
+    const auto start = std::chrono::steady_clock::now();
+    EagerStats stats;
+    Result<TensorMap> out = v.session.options().mode == ExecutionMode::kGraph ? v.session.run(v.inputs)
+                                                                              : v.session.run_eager_with_stats(v.inputs, stats);
+    OPFUSE_TRY(out.status());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (Variant& v : variants) {
+    for (int i = 0; i < args.warmup; ++i) OPFUSE_TRY(run_once(v).status());
+  }
+  for (int r = 0; r < args.iters; ++r) {
+    for (size_t k = 0; k < variants.size(); ++k) {
+      Variant& v = variants[r % 2 == 0 ? k : variants.size() - 1 - k];
+      OPFUSE_ASSIGN_OR_RETURN(double ms, run_once(v));
+      v.times.push_back(ms);
+    }
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Variant& v : variants) {
+    std::vector<double> ratios;
+    for (int r = 0; r < args.iters; ++r) ratios.push_back(v.times[r] / variants[0].times[r]);
+    rows.push_back({{"model", v.model},
+                    {"level", v.level},
+                    {"median_ms", percentile(v.times, 0.5)},
+                    {"min_ms", *std::min_element(v.times.begin(), v.times.end())},
+                    {"ratio_to_first", percentile(ratios, 0.5)},
+                    {"ratio_p10", percentile(ratios, 0.1)},
+                    {"ratio_p90", percentile(ratios, 0.9)}});
+  }
+  if (args.json) {
+    const nlohmann::json j = {{"threads", args.session.threads},
+                              {"target", std::string(isa_tier_name(active_target().isa))},
+                              {"target_detail", active_target().describe()},
+                              {"rounds", args.iters},
+                              {"variants", rows}};
+    std::printf("%s\n", j.dump().c_str());
+    return Status::ok();
+  }
+  std::printf("target     %s, %d threads\n", active_target().describe().c_str(), args.session.threads);
+  std::printf("paired     %d rounds (ABBA order, %d warm-up runs each); ratio = median of per-round ratios to the first\n",
+              args.iters, args.warmup);
+  for (const nlohmann::json& row : rows) {
+    std::printf("  %-5s median %9.3f ms  min %9.3f ms  ratio %.3f (p10 %.3f, p90 %.3f)  %s\n",
+                row["level"].get<std::string>().c_str(), row["median_ms"].get<double>(), row["min_ms"].get<double>(),
+                row["ratio_to_first"].get<double>(), row["ratio_p10"].get<double>(), row["ratio_p90"].get<double>(),
+                row["model"].get<std::string>().c_str());
+  }
+  return Status::ok();
+}
+
 Status bench(const BenchArgs& args) {
   if (args.iters < 1 || args.warmup < 0) return Status::user_error("--iters must be >= 1 and --warmup >= 0");
+  if (!args.versus_models.empty() || !args.versus_levels.empty()) return bench_versus(args);
   const auto compile_start = std::chrono::steady_clock::now();
   OPFUSE_ASSIGN_OR_RETURN(Session session, open_session(args.model, args.session));
   OPFUSE_ASSIGN_OR_RETURN(TensorMap inputs, gather_inputs(session, args.inputs));
@@ -115,6 +205,12 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--iters", args->iters, "timed runs")->default_val(20);
   cmd->add_option("--warmup", args->warmup, "untimed runs first")->default_val(3);
   cmd->add_flag("--json", args->json, "print one JSON object (median_ms, min_ms, p90_ms, arena_bytes, peak_rss_bytes, kernels, ...)");
+  cmd->add_option("--versus", args->versus_models,
+                  "also time this model (a quantized or fp16 twin), alternating run by run in this process; "
+                  "--iters is then the number of rounds, and each variant's ratio to MODEL is the median of per-round ratios")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--versus-level", args->versus_levels,
+                  "also time MODEL at this level (eager, O0-O3), alternating run by run as with --versus");
   return [args] { return bench(*args); };
 }
 
