@@ -2,7 +2,8 @@
 // block, against the reference BlockedConv: strides, dilations, asymmetric and no padding, odd
 // input channel counts (with garbage in X's padded lanes), panels of two and four output
 // blocks, rows split into uneven tiles, several images, epilogues and a residual, NaN / Inf /
-// denormal inputs; what it declines; where the table picks it; and a conv net at every level.
+// denormal inputs, small 1x1 convs with their rows folded; what it declines; where the table
+// picks it; and a conv net at every level.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "graph_test_util.h"
 #include "kernels/cpu/direct_conv_kernel.h"
 #include "kernels/kernel.h"
+#include "kernels/omp_threads.h"
 #include "kernels/onednn_test_util.h"
 
 namespace opfuse {
@@ -47,7 +49,13 @@ TEST(DirectConv, MatchesTheReference) {
       {2, 16, 32, 8, 7, 3, 3, 1, 1, {1, 1, 1, 1}, {"add", "relu"}},    // two images, a residual, 7 = 3 + 2 + 2
       {1, 16, 16, 10, 10, 3, 3, 1, 1, {0, 0, 0, 0}, {}},              // no padding: X read in place
       {1, 8, 32, 9, 17, 1, 3, 3, 1, {0, 2, 0, 1}, {"clip:0:6"}},       // 1x3, stride 3, asymmetric pads
+      // Small 1x1 convs: 16x16 folded to 4 rows of 64, 6x6 to 2 of 18, 7x7 not folded.
+      {1, 64, 32, 16, 16, 1, 1, 1, 1, {0, 0, 0, 0}, {"add", "relu"}},
+      {2, 12, 16, 6, 6, 1, 1, 1, 1, {0, 0, 0, 0}, {"relu"}},
+      {1, 24, 64, 7, 7, 1, 1, 1, 1, {0, 0, 0, 0}, {}},
   };
+  // 1x1 convs run here on two threads or more only.
+  const ScopedOmpThreads threads(2);
   int tested = 0;
   for (const Case& c : cases) {
     for (int64_t block : {int64_t{8}, int64_t{16}}) {
@@ -100,8 +108,8 @@ TEST(DirectConv, MatchesTheReference) {
   EXPECT_EQ(tested, vector_is_a_block() ? static_cast<int>(cases.size()) : 0);  // one block per case is the vector's
 }
 
-// Declined: 1x1 windows (products), groups, an odd number of output blocks, a block that is not
-// the vector's, plain NCHW input.
+// Declined: 1x1 windows (products) on one thread, large, strided or padded; groups, an odd
+// number of output blocks, a block that is not the vector's, plain NCHW input.
 TEST(DirectConv, DeclinesOtherConvs) {
   std::mt19937 gen(32);
   const int64_t block = active_target().channel_block();
@@ -118,9 +126,19 @@ TEST(DirectConv, DeclinesOtherConvs) {
   EXPECT_EQ(vector_block, vector_is_a_block());
   const int64_t other = block == 8 ? 16 : 8;
   EXPECT_FALSE(supported({4 * other, 2 * other, 3, 3}, blocked_dims(1, 2 * other, 8, 8, other), same, 1, other));
-  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {}));
+  {
+    const ScopedOmpThreads one(1);
+    EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {}));
+  }
+  const ScopedOmpThreads two(2);
+  EXPECT_EQ(supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {}), vector_is_a_block());
+  // 2^20 multiply-adds at most: 64 x 64 channels on 16 x 16 is 2^20, on 16 x 17 more.
+  EXPECT_EQ(supported({64, 64, 1, 1}, blocked_dims(1, 64, 16, 16, block), {}), vector_is_a_block());
+  EXPECT_FALSE(supported({64, 64, 1, 1}, blocked_dims(1, 64, 16, 17, block), {}));
   EXPECT_FALSE(
       supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {{"strides", Ints{2, 2}}}));
+  EXPECT_FALSE(
+      supported({4 * block, 2 * block, 1, 1}, blocked_dims(1, 2 * block, 8, 8, block), {{"pads", Ints{1, 1, 1, 1}}}));
   EXPECT_FALSE(supported({4 * block, block, 3, 3}, blocked_dims(1, 2 * block, 8, 8, block), same, 2));
   EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, blocked_dims(1, 2 * block, 8, 8, block), same));
   EXPECT_FALSE(supported({4 * block, 3, 3, 3}, {1, 3, 8, 8}, same));

@@ -29,22 +29,24 @@ void expect_in_place_over_residual(const testing_graphs::CompiledRun& run, const
 
 // A residual block: %a feeds conv1 and comes back as conv2's residual. With `read_later`, a
 // Mul of conv2's result by %a reads %a after conv2 (it cannot run earlier), so %a must survive.
+// conv2 has 2^21 multiply-adds: 1x1 convs of 2^20 or fewer may run on cpu.conv instead of oneDNN
+// (kernels/cpu/direct_conv_kernel.cc), which has no sum post-op.
 std::string residual_block(bool read_later) {
-  return str_cat(R"(graph @main opset 13 (%x: f32[1,32,8,8]) {
-  %w0: f32[32,32,1,1] = const splat 0.03
-  %w1: f32[16,32,3,3] = const splat 0.01
-  %w2: f32[32,16,1,1] = const splat 0.04
-  %w3: f32[8,32,1,1] = const splat 0.06
-  %a0: f32[1,32,8,8] = Conv(%x, %w0) {kernel_shape = [1, 1]} #conv0
-  %a: f32[1,32,8,8] = Relu(%a0) #relu0
-  %b0: f32[1,16,8,8] = Conv(%a, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv1
-  %b: f32[1,16,8,8] = Relu(%b0) #relu1
-  %c: f32[1,32,8,8] = Conv(%b, %w2) {kernel_shape = [1, 1]} #conv2
-  %s: f32[1,32,8,8] = Add(%c, %a) #add
-  %r: f32[1,32,8,8] = Relu(%s) #relu2
-  %y: f32[1,8,8,8] = Conv(%r, %w3) {kernel_shape = [1, 1]} #head
+  return str_cat(R"(graph @main opset 13 (%x: f32[1,64,32,32]) {
+  %w0: f32[64,64,1,1] = const splat 0.03
+  %w1: f32[32,64,3,3] = const splat 0.01
+  %w2: f32[64,32,1,1] = const splat 0.04
+  %w3: f32[8,64,1,1] = const splat 0.06
+  %a0: f32[1,64,32,32] = Conv(%x, %w0) {kernel_shape = [1, 1]} #conv0
+  %a: f32[1,64,32,32] = Relu(%a0) #relu0
+  %b0: f32[1,32,32,32] = Conv(%a, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv1
+  %b: f32[1,32,32,32] = Relu(%b0) #relu1
+  %c: f32[1,64,32,32] = Conv(%b, %w2) {kernel_shape = [1, 1]} #conv2
+  %s: f32[1,64,32,32] = Add(%c, %a) #add
+  %r: f32[1,64,32,32] = Relu(%s) #relu2
+  %y: f32[1,8,32,32] = Conv(%r, %w3) {kernel_shape = [1, 1]} #head
 )",
-                 read_later ? "  %z: f32[1,32,8,8] = Mul(%r, %a) #late\n  return %y, %z\n}"
+                 read_later ? "  %z: f32[1,64,32,32] = Mul(%r, %a) #late\n  return %y, %z\n}"
                             : "  return %y\n}");
 }
 
