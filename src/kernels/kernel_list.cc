@@ -1,4 +1,5 @@
 // The dispatch table: every optimised kernel, in order of preference per op.
+#include "kernels/cpu/depthwise_conv_kernel.h"
 #include "kernels/cpu/direct_conv_kernel.h"
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/hwy_kernels.h"
@@ -93,8 +94,10 @@ const std::vector<KernelImpl>& all_kernels() {
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         // Padded dilated convs that read padding for much of their work: regions of in-range taps.
         onednn::onednn_tap_regions_kernel(),
-        // Spatial convs on the vector's block (kernels/cpu/direct_conv_kernel.cc).
+        // Spatial convs on the vector's block (kernels/cpu/direct_conv_kernel.cc), depthwise ones
+        // (kernels/cpu/depthwise_conv_kernel.cc).
         direct_conv_kernel(),
+        depthwise_conv_kernel(),
         onednn::onednn_blocked_conv_kernel(),
         onednn::onednn_to_blocked_kernel(),
         onednn::onednn_from_blocked_kernel(),

@@ -1,0 +1,374 @@
+// "cpu.dwconv": a depthwise BlockedConv on the vector's block (kernels/cpu/depthwise_conv_kernel.h).
+//
+// X is [N, C/b, H, W, b] and Y [N, C/b, OH, OW, b] with b one vector (8 floats on AVX2): each lane
+// is one channel, so the conv is b independent 2-d convolutions, done by vector multiply-adds
+// with no broadcasts. A register tile is T outputs of one row of one channel block: for each
+// window row it loads that row's kw weight vectors, then walks the (T - 1) x stride + kw input
+// vectors under the tile once, each feeding every output whose window covers it. That is kw + T
+// + 1 registers (3 + 8 + 1 or 5 + 8 + 1 of AVX2's 16) and one load per input vector and window
+// row rather than one per tap.
+//
+// Borders: a thread copies the input rows of a band of output rows of one block into a
+// zero-bordered buffer first (one pass over X, against the kh x kw reads of each input), so every
+// output goes through the tiles: a per-pixel loop that checked each tap for the one or two
+// border columns on each side took as long as the tiles of a whole 14-wide row.
+//
+// Threads take bands of output rows in contiguous static chunks, each band through every channel
+// block in turn, so a thread writes the pixels the small 1x1 convs around it read and wrote on
+// the same thread (cpu.conv splits those by pixels the same way). A Relu or Clip epilogue is
+// applied in registers before the store; any other runs over the band's rows just written.
+#ifndef OPFUSE_KERNELS_CPU_DEPTHWISE_CONV_KERNEL_DECLS_
+#define OPFUSE_KERNELS_CPU_DEPTHWISE_CONV_KERNEL_DECLS_
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/depthwise_conv_kernel.h"
+#include "kernels/cpu/hwy_epilogue.h"
+#include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/target_caps.h"
+#include "ops/fused.h"
+#include "ops/op_def.h"
+
+namespace opfuse::hwy_cpu {
+// One output row of one channel block, read from a zero-bordered copy of its window rows.
+struct DepthwiseRow {
+  const float* x;      // the window's first input row in the copy, [kh rows][w][b]
+  int64_t w;           // the copy's width
+  const float* wt;     // the block's weights, [kh][kw][b]
+  int64_t kh, kw;      // the window (kw 3 or 5)
+  int64_t stride;      // 1 or 2, both axes
+  const float* bias;   // b floats
+  float* y;            // the output row, [ow][b]
+  int64_t ow;
+  // The epilogue when it is one Relu or Clip: y = min(max(y, lo), hi) (NaN kept) before the store.
+  bool clamp;
+  float lo, hi;
+};
+}  // namespace opfuse::hwy_cpu
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/depthwise_conv_kernel.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+constexpr size_t kLanes = hn::MaxLanes(DF());
+constexpr size_t kTilePixels = 8;
+
+size_t DepthwiseBlock() { return kLanes; }
+
+// f(integral_constant<I>) for I in [0, N): the tile's loops unrolled at compile time, so which
+// output each input vector feeds is decided while compiling.
+template <size_t N, class F>
+HWY_INLINE void Unroll(F&& f) {
+  [&]<size_t... I>(std::index_sequence<I...>) HWY_ATTR __attribute__((always_inline)) {
+    (f(std::integral_constant<size_t, I>()), ...);
+  }(std::make_index_sequence<N>());
+}
+
+// kT outputs from column ox.
+template <size_t kKw, size_t kStride, size_t kT>
+HWY_INLINE void Tile(const DepthwiseRow& r, int64_t ox) {
+  const DF d;
+  VF acc[kT];
+  const VF bias = hn::LoadU(d, r.bias);
+  for (size_t t = 0; t < kT; ++t) acc[t] = bias;
+  constexpr int64_t b = static_cast<int64_t>(kLanes);
+  for (int64_t ky = 0; ky < r.kh; ++ky) {
+    const float* HWY_RESTRICT xr = r.x + (ky * r.w + ox * static_cast<int64_t>(kStride)) * b;
+    const float* HWY_RESTRICT wr = r.wt + ky * static_cast<int64_t>(kKw) * b;
+    VF wv[kKw];
+    for (size_t kx = 0; kx < kKw; ++kx) wv[kx] = hn::Load(d, wr + kx * kLanes);
+    Unroll<(kT - 1) * kStride + kKw>([&](auto j) HWY_ATTR __attribute__((always_inline)) {
+      const VF v = hn::LoadU(d, xr + decltype(j)::value * kLanes);
+      Unroll<kT>([&](auto t) HWY_ATTR __attribute__((always_inline)) {
+        constexpr int64_t kx = static_cast<int64_t>(decltype(j)::value) - static_cast<int64_t>(decltype(t)::value * kStride);
+        if constexpr (kx >= 0 && kx < static_cast<int64_t>(kKw)) {
+          acc[decltype(t)::value] = hn::MulAdd(v, wv[kx], acc[decltype(t)::value]);
+        }
+      });
+    });
+  }
+  if (r.clamp) {
+    const VF lo = hn::Set(d, r.lo), hi = hn::Set(d, r.hi);
+    for (size_t t = 0; t < kT; ++t) {  // comparisons with NaN are false: NaN stays NaN
+      acc[t] = hn::IfThenElse(hn::Lt(acc[t], lo), lo, acc[t]);
+      acc[t] = hn::IfThenElse(hn::Gt(acc[t], hi), hi, acc[t]);
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) hn::StoreU(acc[t], d, r.y + (ox + static_cast<int64_t>(t)) * b);
+}
+
+template <size_t kKw, size_t kStride, size_t kT>
+HWY_INLINE void TileOfWidth(int64_t width, const DepthwiseRow& r, int64_t ox) {
+  if constexpr (kT > 0) {
+    if (width == static_cast<int64_t>(kT)) return Tile<kKw, kStride, kT>(r, ox);
+    TileOfWidth<kKw, kStride, kT - 1>(width, r, ox);
+  }
+}
+
+template <size_t kKw, size_t kStride>
+HWY_INLINE void Row(const DepthwiseRow& r) {
+  int64_t ox = 0;
+  for (; ox + static_cast<int64_t>(kTilePixels) <= r.ow; ox += kTilePixels) Tile<kKw, kStride, kTilePixels>(r, ox);
+  if (ox < r.ow) TileOfWidth<kKw, kStride, kTilePixels - 1>(r.ow - ox, r, ox);
+}
+
+template <size_t kKw, size_t kStride>
+HWY_INLINE void Rows(DepthwiseRow r, int64_t rows) {
+  for (int64_t i = 0; i < rows; ++i, r.x += static_cast<int64_t>(kStride) * r.w * static_cast<int64_t>(kLanes),
+               r.y += r.ow * static_cast<int64_t>(kLanes)) {
+    Row<kKw, kStride>(r);
+  }
+}
+
+// `rows` consecutive output rows from r (the copy's and Y's rows follow each other).
+void DepthwiseConvRows(const DepthwiseRow& r, int64_t rows) {
+  if (r.kw == 3) return r.stride == 1 ? Rows<3, 1>(r, rows) : Rows<3, 2>(r, rows);
+  return r.stride == 1 ? Rows<5, 1>(r, rows) : Rows<5, 2>(r, rows);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse {
+namespace hwy_cpu {
+HWY_EXPORT(DepthwiseBlock);
+HWY_EXPORT(DepthwiseConvRows);
+}  // namespace hwy_cpu
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// Depthwise convs up to this many multiply-adds run here. Measured on a Zen 3 (AVX2), chains of
+// 3x3 depthwise convs + ReLU or ReLU6, time against oneDNN's jit_dw, medians of paired rounds:
+// 128 channels on 8x8 (74K multiply-adds) 0.80-0.84 on one thread, 0.73 on two; 64 on 16x16
+// (147K) 1.08 and 0.90; 384 on 14x14 (677K) 0.93-0.97 and 1.04-1.14; 960 on 7x7 0.84 and 1.19;
+// 192 on 28x28 1.00 and 1.02-1.07; 144 on 56x56 1.11-1.15 and 1.04-1.12. On larger maps oneDNN's
+// kernel keeps up (its loads come from L2 or L3 either way) and splits the work as well.
+constexpr int64_t kSmallConvMacs = int64_t{1} << 18;
+
+// Below this many multiply-adds one thread does the conv: two threads gain once the work is
+// well above a fork and join (about 1 us on a Zen 3; 2^16 multiply-adds take 2-3 us here).
+constexpr int64_t kParallelMacs = int64_t{1} << 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Plan {
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 0, kw = 0, stride = 1, pt = 0, pl = 0;
+  int64_t lanes = 0;  // the block
+  const Tensor* weights = nullptr;
+  const Tensor* bias = nullptr;
+  std::vector<PostOp> epilogue;
+  bool residual = false;
+};
+
+const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
+  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
+  return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
+}
+
+std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  if (node.op_type() != "BlockedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
+      node.inputs().size() < 2 || node.inputs().size() > 4) {
+    return std::nullopt;
+  }
+  const auto x = hwy_cpu::static_dims_of(node.input(0));
+  const auto w = hwy_cpu::static_dims_of(node.input(1));
+  const auto y = hwy_cpu::static_dims_of(node.output(0));
+  if (!x || !w || !y || x->size() != 5 || w->size() != 4 || y->size() != 5) return std::nullopt;
+  const AttrReader attrs(node);
+  Plan p;
+  apply_target_caps();  // the vector is the capped target's
+  p.lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::DepthwiseBlock)());
+  p.c = (*w)[0];
+  if (p.c <= 0 || (*w)[1] != 1 || attrs.get_int("group") != p.c || attrs.get_int("block") != p.lanes) return std::nullopt;
+  const int64_t cb = ceil_div(p.c, p.lanes);
+  if ((*x)[1] != cb || (*x)[4] != p.lanes || (*y)[1] != cb || (*y)[4] != p.lanes) return std::nullopt;
+  p.n = (*x)[0], p.h = (*x)[2], p.w = (*x)[3], p.oh = (*y)[2], p.ow = (*y)[3];
+  p.kh = (*w)[2], p.kw = (*w)[3];
+  const auto g = onednn::conv_geometry_for(ctx, Dims{p.n, p.c, p.h, p.w}, Dims{p.n, p.c, p.oh, p.ow}, false);
+  if (!g || g->x.size() != 4 || g->strides.size() != 2) return std::nullopt;
+  p.stride = g->strides[0];
+  if ((p.kw != 3 && p.kw != 5) || p.kh <= 0 || (p.stride != 1 && p.stride != 2) || g->strides[1] != p.stride ||
+      g->dilations[0] != 0 || g->dilations[1] != 0) {
+    return std::nullopt;
+  }
+  p.pt = g->pad_l[0], p.pl = g->pad_l[1];
+  if (p.n <= 0 || p.oh <= 0 || p.ow <= 0 || p.n * p.oh * p.ow * p.c * p.kh * p.kw > kSmallConvMacs) return std::nullopt;
+  p.weights = f32_constant(ctx, 1, *w);
+  if (p.weights == nullptr) return std::nullopt;
+  if (node.has_input(2)) {
+    p.bias = f32_constant(ctx, 2, Dims{p.c});
+    if (p.bias == nullptr) return std::nullopt;
+  }
+  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y);
+  if (!epilogue) return std::nullopt;
+  p.residual = node.has_input(3);
+  p.epilogue = std::move(*epilogue);
+  return p;
+}
+
+std::optional<std::pair<float, float>> clamp_of(const hwy_cpu::VectorEpilogue& e) {
+  using Kind = hwy_cpu::FastPostOp::Kind;
+  if (e.fast.size() != 1) return std::nullopt;
+  const hwy_cpu::FastPostOp& op = e.fast[0];
+  if (op.kind == Kind::kRelu) return std::pair{0.0f, std::numeric_limits<float>::infinity()};
+  if (op.kind == Kind::kClip) return std::pair{op.a, op.b};
+  return std::nullopt;
+}
+
+class DepthwiseConvKernel final : public Kernel {
+ public:
+  explicit DepthwiseConvKernel(const Plan& p)
+      : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)), blocks_(ceil_div(p.c, p.lanes)) {
+    // Weights: block, window row, window column, lane; zero for the padded channels, whose
+    // inputs may hold any finite value (ops/layout_ops.cc).
+    const int64_t b = p_.lanes, taps = p_.kh * p_.kw;
+    packed_ = hwy::AllocateAligned<float>(static_cast<size_t>(blocks_ * taps * b));
+    bias_ = hwy::AllocateAligned<float>(static_cast<size_t>(blocks_ * b));
+    const float* wsrc = p_.weights->data<float>();
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        for (int64_t k = 0; k < b; ++k) {
+          const int64_t c = blk * b + k;
+          packed_[static_cast<size_t>((blk * taps + tap) * b + k)] = c < p_.c ? wsrc[c * taps + tap] : 0.0f;
+        }
+      }
+      for (int64_t k = 0; k < b; ++k) {
+        const int64_t c = blk * b + k;
+        bias_[static_cast<size_t>(blk * b + k)] = c < p_.c && p_.bias != nullptr ? p_.bias->data<float>()[c] : 0.0f;
+      }
+    }
+  }
+
+  std::string_view name() const override { return "cpu.dwconv"; }
+  std::string implementation() const override {
+    return str_cat(highway_dispatch_target(), " ", p_.kh, "x", p_.kw, " stride ", p_.stride);
+  }
+
+  Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    const int64_t b = p_.lanes, x_block = p_.h * p_.w * b, y_row = p_.ow * b, y_block = p_.oh * y_row;
+    const int64_t numel_x = p_.n * blocks_ * x_block, numel_y = p_.n * blocks_ * y_block;
+    const Tensor* xt = in.empty() ? nullptr : in[0];
+    const Tensor* rt = p_.residual && in.size() > 3 ? in[3] : nullptr;
+    Tensor* yt = out.empty() ? nullptr : out[0];
+    if (xt == nullptr || xt->dtype() != DType::kF32 || xt->numel() != numel_x || yt == nullptr ||
+        yt->dtype() != DType::kF32 || yt->numel() != numel_y ||
+        (p_.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != numel_y))) {
+      return Status::internal_error("cpu.dwconv: an operand does not have its planned shape");
+    }
+    const float* x = xt->data<float>();
+    const float* residual = rt != nullptr ? rt->data<float>() : nullptr;
+    float* y = yt->data<float>();
+    const int64_t macs = p_.n * p_.oh * p_.ow * p_.c * p_.kh * p_.kw;
+    const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
+    // Bands of rows, at least one per thread and no taller than band_rows_ (the copy in half of
+    // L1); items in the order (image, band, block), so a static chunk is a run of bands.
+    const int64_t band_rows = std::clamp<int64_t>(ceil_div(p_.oh, threads), 1, band_rows_);
+    const int64_t bands = ceil_div(p_.oh, band_rows), items = p_.n * bands * blocks_;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      // The zero-bordered copy of a band's input rows: the calling thread's, kept between runs (a
+      // kernel may run on several sessions' threads at once).
+      thread_local hwy::AlignedFreeUniquePtr<float[]> copy;
+      thread_local size_t capacity = 0;
+      const size_t copy_floats = static_cast<size_t>(((band_rows - 1) * p_.stride + p_.kh) * copy_width_ * b);
+      if (capacity < copy_floats) {
+        copy = hwy::AllocateAligned<float>(copy_floats);
+        capacity = copy_floats;
+      }
+#pragma omp for schedule(static)
+      for (int64_t item = 0; item < items; ++item) {
+        const int64_t image = item / (bands * blocks_), band = item / blocks_ % bands, blk = item % blocks_;
+        const int64_t plane = image * blocks_ + blk, oy0 = band * band_rows, oy1 = std::min(p_.oh, oy0 + band_rows);
+        copy_band(x + plane * x_block, oy0, oy1, copy.get());
+        const int64_t at = plane * y_block + oy0 * y_row;
+        const hwy_cpu::DepthwiseRow r{copy.get(), copy_width_, packed_.get() + blk * p_.kh * p_.kw * b, p_.kh, p_.kw,
+                                      p_.stride, bias_.get() + blk * b, y + at, p_.ow, clamp_.has_value(),
+                                      clamp_ ? clamp_->first : 0.0f, clamp_ ? clamp_->second : 0.0f};
+        HWY_DYNAMIC_DISPATCH(hwy_cpu::DepthwiseConvRows)(r, oy1 - oy0);
+        // Any other epilogue over the band's rows of the block (contiguous in Y) while in L1.
+        if (!epilogue_.empty() && !clamp_) {
+          hwy_cpu::apply_epilogue_here(epilogue_, y + at, residual != nullptr ? residual + at : nullptr,
+                                       (oy1 - oy0) * y_row);
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  // The input rows output rows [oy0, oy1) read, from the block's image `x`, into `dst` with zeros
+  // where the window leaves X: copy_width_ pixels per row, X's column 0 at column pl.
+  void copy_band(const float* x, int64_t oy0, int64_t oy1, float* dst) const {
+    const int64_t b = p_.lanes, rows = (oy1 - oy0 - 1) * p_.stride + p_.kh, row_floats = copy_width_ * b;
+    const int64_t right = copy_width_ - p_.pl - p_.w;
+    for (int64_t i = 0; i < rows; ++i, dst += row_floats) {
+      const int64_t iy = oy0 * p_.stride - p_.pt + i;
+      if (iy < 0 || iy >= p_.h) {
+        std::memset(dst, 0, static_cast<size_t>(row_floats) * sizeof(float));
+        continue;
+      }
+      std::memset(dst, 0, static_cast<size_t>(p_.pl * b) * sizeof(float));
+      std::memcpy(dst + p_.pl * b, x + iy * p_.w * b, static_cast<size_t>(p_.w * b) * sizeof(float));
+      if (right > 0) std::memset(dst + (p_.pl + p_.w) * b, 0, static_cast<size_t>(right * b) * sizeof(float));
+    }
+  }
+
+  Plan p_;
+  hwy_cpu::VectorEpilogue epilogue_;
+  int64_t blocks_ = 0;
+  // (lo, hi) when the epilogue is one Relu or Clip, applied in registers (MobileNets' ReLU6): as
+  // a pass over each band it took a third as long as the conv on 14x14 maps.
+  std::optional<std::pair<float, float>> clamp_ = clamp_of(epilogue_);
+  // The copy's width: X's with its left padding and as many columns right as the last window reads.
+  int64_t copy_width_ = std::max(p_.pl + p_.w, (p_.ow - 1) * p_.stride + p_.kw);
+  // Output rows per band at most: the band's copy fills half of L1 (6 rows of a 56-wide map on
+  // AVX2's 8 channels, 32 KiB L1), so it and the band's outputs stay there.
+  int64_t band_rows_ = std::max<int64_t>(
+      1, ((active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024) / 2 /
+              (copy_width_ * p_.lanes * static_cast<int64_t>(sizeof(float))) - p_.kh) / p_.stride + 1);
+  hwy::AlignedFreeUniquePtr<float[]> packed_, bias_;
+};
+
+bool supports(const KernelCompileContext& ctx) { return plan_of(ctx).has_value(); }
+
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  const auto p = plan_of(ctx);
+  if (!p) return Status::internal_error(str_cat(ctx.node.describe(), ": not a cpu.dwconv node"));
+  return std::unique_ptr<Kernel>(std::make_unique<DepthwiseConvKernel>(*p));
+}
+
+}  // namespace
+
+// Measured only against oneDNN's AVX2 kernel (docs/benchmarks.md); AVX-512 keeps oneDNN's.
+bool depthwise_conv_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
+
+KernelImpl depthwise_conv_kernel() {
+  return {"cpu.dwconv", "BlockedConv", supports, create, depthwise_conv_wins};
+}
+
+}  // namespace opfuse
+#endif  // HWY_ONCE
