@@ -52,10 +52,14 @@ constexpr double kReorderBytesPerMs = 2.5e7;  // ~25 GB/s read + write
 constexpr double kReorderOverheadMs = 0.01;
 
 EstimatingLayoutTimer::Rates rates_for(const Target& target) {
-  // AVX-512: ~300 GFLOP/s for oneDNN's convs on 2 cores; nChw16c jit vs nhwc brgconv (above).
-  if (target.has_avx512()) return {3e8, 1.25, 1.0};
-  // AVX2 (measured with --target avx2, docs/benchmarks.md): half the vector width.
-  return {1.5e8, 1.0, 1.0};
+  // AVX-512: ~300 GFLOP/s for oneDNN's convs on 2 cores; nChw16c jit vs nhwc brgconv (above);
+  // oneDNN runs a dilated conv on blocked data as brgconv on its own layout, reordering X and Y.
+  if (target.has_avx512()) return {3e8, 1.25, 1.0, 1.0, true};
+  // AVX2 (measured with --target avx2, docs/benchmarks.md): half the vector width. Dilated dense
+  // convs run in place on nChw8c (cpu.conv, or onednn.tap_regions's own copies), while oneDNN
+  // 2.6 runs them on nhwc as jit:avx2 at 1.25x cpu.conv's time or as gemm:jit at 4x (fr_detect's
+  // 16 -> 16 3x3 convs of dilation 2, 3 and 5 on 30x40: 49, 48 and 166 us against 39, 39, 42).
+  return {1.5e8, 1.0, 1.0, 2.0, false};
 }
 }  // namespace
 
@@ -77,10 +81,10 @@ double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_pl
   for (int64_t d : *y) flops *= static_cast<double>(d);
   for (size_t i = 1; i < 4; ++i) flops *= static_cast<double>((*w)[i]);
   double ms = flops / rates_.flops_per_ms;
-  if (block == 0) return ms;
+  if (block == 0) return dense_window && dilated ? ms * rates_.nhwc_dilated_factor : ms;
   // A first conv reading the plain image when blocked runs oneDNN's dedicated kernel for it.
   if (!x_plain) ms *= dense_window ? rates_.blocked_window_factor : rates_.blocked_pointwise_factor;
-  if (dense_window && dilated) ms += reorder_ms(*x, block) + reorder_ms(*y, block);
+  if (dense_window && dilated && rates_.blocked_dilated_reorders) ms += reorder_ms(*x, block) + reorder_ms(*y, block);
   return ms;
 }
 

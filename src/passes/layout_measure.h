@@ -50,6 +50,8 @@ class EstimatingLayoutTimer : public LayoutTimer {
     double flops_per_ms;              // a conv's FLOPs per millisecond on the target's cores
     double blocked_window_factor;     // a dense kxk conv blocked, relative to nhwc
     double blocked_pointwise_factor;  // 1x1 and depthwise convs blocked, relative to nhwc
+    double nhwc_dilated_factor;       // a dilated dense kxk conv on nhwc, relative to undilated
+    bool blocked_dilated_reorders;    // a dilated dense kxk conv blocked reorders X and Y
   };
   const Rates& rates() const { return rates_; }
 

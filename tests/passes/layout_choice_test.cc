@@ -392,5 +392,34 @@ TEST(LayoutEstimateTest, EstimatesFollowTheRules) {
   EXPECT_LT(t.reorder_ms({1, 64, 28, 28}, 16), t.reorder_ms({1, 64, 56, 56}, 16));
 }
 
+// A dilated dense conv: on AVX-512 blocked pays oneDNN's reorders into its own layout; on AVX2 it
+// runs in place on nChw8c (cpu.conv) while nhwc costs twice the undilated estimate (oneDNN's
+// jit or gemm kernels there), so the blocked layout wins.
+TEST(LayoutEstimateTest, DilatedConvsFollowTheTarget) {
+  auto g = parse_graph(R"(graph @main opset 13 (%x: f32[1,16,30,40]) {
+  %w: f32[16,16,3,3] = const splat 0.01
+  %d: f32[1,16,30,40] = Conv(%x, %w) {kernel_shape = [3, 3], pads = [5, 5, 5, 5], dilations = [5, 5]} #dilated
+  %u: f32[1,16,30,40] = Conv(%d, %w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #plain
+  return %u
+})");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const Node* dilated = g->find_node("dilated");
+  const Node* plain = g->find_node("plain");
+  ASSERT_NE(dilated, nullptr);
+  ASSERT_NE(plain, nullptr);
+  Target avx512;
+  avx512.isa = IsaTier::kAvx512Core;
+  EstimatingLayoutTimer wide(avx512);
+  EXPECT_EQ(wide.conv_ms(*dilated, 0, false), wide.conv_ms(*plain, 0, false));
+  EXPECT_NEAR(wide.conv_ms(*dilated, 16, false),
+              1.25 * wide.conv_ms(*plain, 0, false) + wide.reorder_ms({1, 16, 30, 40}, 16) * 2, 1e-12);
+  Target avx2;
+  avx2.isa = IsaTier::kAvx2;
+  EstimatingLayoutTimer narrow(avx2);
+  EXPECT_NEAR(narrow.conv_ms(*dilated, 0, false), 2.0 * narrow.conv_ms(*plain, 0, false), 1e-12);
+  EXPECT_EQ(narrow.conv_ms(*dilated, 8, false), narrow.conv_ms(*plain, 8, false));
+  EXPECT_LT(narrow.conv_ms(*dilated, 8, false), narrow.conv_ms(*dilated, 0, false));
+}
+
 }  // namespace
 }  // namespace opfuse
