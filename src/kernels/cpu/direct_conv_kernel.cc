@@ -225,7 +225,7 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   p.pt = g->pad_l[0], p.pl = g->pad_l[1], p.pb = g->pad_r[0], p.pr = g->pad_r[1];
   if (p.kh == 1 && p.kw == 1) {
     // A 1x1 window is a product. oneDNN's 1x1 kernel runs one thread at near the FMA peak (this
-    // kernel at 0.86-0.89 of its speed), but splits a small product badly over two threads: only
+    // kernel takes 1.10-1.18x its time), but splits a small product badly over two threads: only
     // those are taken, stride 1 and unpadded, as one image of whole rows folded together (below).
     const int64_t macs = p.n * p.oh * p.ow * p.m * p.c;
     if (omp_get_max_threads() < 2 || macs > kSmallProductMacs || p.sh != 1 || p.sw != 1 || p.pt != 0 ||
