@@ -83,6 +83,8 @@ class CompiledProgram {
   virtual ~CompiledProgram() = default;
   virtual Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const = 0;
   virtual std::string_view backend_name() const = 0;
+  // How the backend runs this program (profiles show it beside the kernel); empty if one way.
+  virtual std::string_view mode() const { return {}; }
 };
 
 class ProgramBackend {

@@ -4,8 +4,12 @@
 // tables read as runs (Concat, Pad) or element by element (short runs).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "codegen/fused_program.h"
 #include "codegen/index_map.h"
+#include "kernels/cpu/hwy_channel_affine.h"
 #include "kernels/cpu/hwy_executor.h"
 
 namespace opfuse::codegen {
@@ -126,6 +130,80 @@ TEST(HwyBackendTest, PerChannelConstantOfABlockedTensor) {
       for (int64_t i = 0; i < x.numel(); ++i) {
         const float want = x.data<float>()[i] * a.data<float>()[(i / plane) * c + i % c];
         ASSERT_EQ(y[i], want) << "element " << i;
+      }
+    }
+  }
+}
+
+// relu(x * s + t) with s and t per-channel constants of a blocked tensor whose block is one
+// vector (a BatchNorm + ReLU no conv absorbed): the channel-affine path, bit for bit the graph's
+// Mul, Add and Max (NaN stays NaN, -0 stays -0). x read in place, or as a Concat of two sources
+// (runs; tiles straddling them are copied); maps whose channel block is longer than a tile
+// (12x12), shorter (7x7, 5x5), and with and without the ReLU.
+TEST(HwyBackendTest, PerChannelAffineOfABlockedTensorRunsPerVector) {
+  const int64_t c = static_cast<int64_t>(hwy_cpu::channel_affine_lanes());
+  for (const bool concat : {false, true}) {
+    for (const bool relu : {true, false}) {
+      for (const Ints& hw : {Ints{12, 12}, Ints{7, 7}, Ints{5, 5}}) {
+        SCOPED_TRACE(str_cat(concat ? "concat" : "in place", relu ? ", relu" : "", ", H x W ", hw[0], "x", hw[1]));
+        const int64_t plane = hw[0] * hw[1] * c;
+        const Ints dims = {1, 5, hw[0], hw[1], c}, first = {1, 2, hw[0], hw[1], c}, second = {1, 3, hw[0], hw[1], c};
+        Tensor x = iota(dims, 0.01f);
+        x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+        x.data<float>()[plane + 5] = -std::numeric_limits<float>::infinity();
+        x.data<float>()[2 * plane + 1] = -0.0f;
+        const Tensor s = iota({1, 5, 1, 1, c}, 0.1f), t = iota({1, 5, 1, 1, c}, 0.03f);
+        Tensor x0 = Tensor::zeros(DType::kF32, first).value(), x1 = Tensor::zeros(DType::kF32, second).value();
+        std::copy_n(x.data<float>(), x0.numel(), x0.data<float>());
+        std::copy_n(x.data<float>() + x0.numel(), x1.numel(), x1.data<float>());
+        FusedProgram p;
+        p.dims = dims;
+        p.output_dims = {dims};
+        std::vector<const Tensor*> inputs;
+        if (concat) {
+          p.input_dims = {first, second, s.dims(), t.dims()};
+          ProgramLoad table{{0, 1}, false, 0, {}, {}, 0};
+          for (int64_t i = 0; i < x.numel(); ++i) {
+            table.table.push_back(i < x0.numel() ? i : (int64_t{1} << 48) | (i - x0.numel()));
+          }
+          p.loads.push_back(std::move(table));
+          p.loads.push_back(ProgramLoad{{2}, true, 0, {0, c, 0, 0, 1}, {}, 0});
+          p.loads.push_back(ProgramLoad{{3}, true, 0, {0, c, 0, 0, 1}, {}, 0});
+          inputs = {&x0, &x1, &s, &t};
+        } else {
+          p.input_dims = {dims, s.dims(), t.dims()};
+          p.loads.push_back(ProgramLoad{{0}, true, 0, {0, plane, hw[1] * c, c, 1}, {}, 0});
+          p.loads.push_back(ProgramLoad{{1}, true, 0, {0, c, 0, 0, 1}, {}, 0});
+          p.loads.push_back(ProgramLoad{{2}, true, 0, {0, c, 0, 0, 1}, {}, 0});
+          inputs = {&x, &s, &t};
+        }
+        p.code = {ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 0}, ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 1},
+                  ProgramInstr{InstrKind::kLoad, ScalarOp::kAdd, 2}, ProgramInstr{InstrKind::kOp, ScalarOp::kMul, 1, 0},
+                  ProgramInstr{InstrKind::kOp, ScalarOp::kAdd, 3, 2}};
+        if (relu) {
+          p.code.push_back(ProgramInstr{InstrKind::kConst, ScalarOp::kAdd, -1, -1, -1, 0.0f});
+          p.code.push_back(ProgramInstr{InstrKind::kOp, ScalarOp::kMax, 4, 5});
+        }
+        p.stores = {{static_cast<int32_t>(p.code.size()) - 1, 0, false}};
+        auto compiled = highway_backend().compile(p);
+        ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
+        EXPECT_EQ((*compiled)->mode(), "channel affine");
+        Tensor y = Tensor::zeros(DType::kF32, dims).value();
+        std::vector<Tensor*> out = {&y};
+        ASSERT_TRUE((*compiled)->run(inputs, out).is_ok());
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const int64_t ch = (i / plane) * c + i % c;
+          volatile float product = x.data<float>()[i] * s.data<float>()[ch];  // rounded, as the graph's Mul
+          float want = product + t.data<float>()[ch];
+          if (relu && want < 0.0f) want = 0.0f;
+          const float got = y.data<float>()[i];
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got)) << "element " << i;
+          } else {
+            ASSERT_EQ(got, want) << "element " << i;
+            ASSERT_EQ(std::signbit(got), std::signbit(want)) << "element " << i;
+          }
+        }
       }
     }
   }

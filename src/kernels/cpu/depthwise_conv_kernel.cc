@@ -115,19 +115,15 @@ HWY_INLINE void Tile(const DepthwiseRow& r, int64_t ox) {
   for (size_t t = 0; t < kT; ++t) hn::StoreU(acc[t], d, r.y + (ox + static_cast<int64_t>(t)) * b);
 }
 
-template <size_t kKw, size_t kStride, size_t kT>
-HWY_INLINE void TileOfWidth(int64_t width, const DepthwiseRow& r, int64_t ox) {
-  if constexpr (kT > 0) {
-    if (width == static_cast<int64_t>(kT)) return Tile<kKw, kStride, kT>(r, ox);
-    TileOfWidth<kKw, kStride, kT - 1>(width, r, ox);
-  }
-}
-
+// Tiles of 8, then of 4, 2 and 1 for the rest of the row: four tile widths per window and
+// stride (each width is a separate unrolled body; all eight cost minutes of the sanitizer build).
 template <size_t kKw, size_t kStride>
 HWY_INLINE void Row(const DepthwiseRow& r) {
   int64_t ox = 0;
   for (; ox + static_cast<int64_t>(kTilePixels) <= r.ow; ox += kTilePixels) Tile<kKw, kStride, kTilePixels>(r, ox);
-  if (ox < r.ow) TileOfWidth<kKw, kStride, kTilePixels - 1>(r.ow - ox, r, ox);
+  if (ox + 4 <= r.ow) Tile<kKw, kStride, 4>(r, ox), ox += 4;
+  if (ox + 2 <= r.ow) Tile<kKw, kStride, 2>(r, ox), ox += 2;
+  if (ox < r.ow) Tile<kKw, kStride, 1>(r, ox);
 }
 
 template <size_t kKw, size_t kStride>
@@ -138,10 +134,14 @@ HWY_INLINE void Rows(DepthwiseRow r, int64_t rows) {
   }
 }
 
-// `rows` consecutive output rows from r (the copy's and Y's rows follow each other).
+// `rows` consecutive output rows from r (the copy's and Y's rows follow each other). From AVX2
+// (8 lanes) up only: narrower vectors are no layout block (plan_of refuses them), and their
+// tiles would only lengthen the build.
 void DepthwiseConvRows(const DepthwiseRow& r, int64_t rows) {
-  if (r.kw == 3) return r.stride == 1 ? Rows<3, 1>(r, rows) : Rows<3, 2>(r, rows);
-  return r.stride == 1 ? Rows<5, 1>(r, rows) : Rows<5, 2>(r, rows);
+  if constexpr (kLanes >= 8) {
+    if (r.kw == 3) return r.stride == 1 ? Rows<3, 1>(r, rows) : Rows<3, 2>(r, rows);
+    return r.stride == 1 ? Rows<5, 1>(r, rows) : Rows<5, 2>(r, rows);
+  }
 }
 
 }  // namespace HWY_NAMESPACE
@@ -202,6 +202,7 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   Plan p;
   apply_target_caps();  // the vector is the capped target's
   p.lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::DepthwiseBlock)());
+  if (p.lanes < 8) return std::nullopt;  // tiles from AVX2 up only (DepthwiseConvRows)
   p.c = (*w)[0];
   if (p.c <= 0 || (*w)[1] != 1 || attrs.get_int("group") != p.c || attrs.get_int("block") != p.lanes) return std::nullopt;
   const int64_t cb = ceil_div(p.c, p.lanes);

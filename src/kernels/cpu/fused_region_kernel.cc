@@ -2,6 +2,8 @@
 // compile time (static shapes, constant inputs known), and compiled by the Highway backend.
 // Bodies that do not lower (non-f32 values, shapes the program cannot express) are declined and
 // run by the reference kernel, which evaluates the body op by op.
+#include <string>
+
 #include "kernels/cpu/hwy_executor.h"
 #include "codegen/lower_region.h"
 #include "kernels/kernel.h"
@@ -17,6 +19,7 @@ class FusedRegionKernel final : public Kernel {
     return program_->run(inputs, outputs);
   }
   std::string_view name() const override { return "codegen.fused_region"; }
+  std::string implementation() const override { return std::string(program_->mode()); }
 
  private:
   std::unique_ptr<codegen::CompiledProgram> program_;
