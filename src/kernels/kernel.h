@@ -54,6 +54,12 @@ struct KernelCompileContext {
   // Compiles the bodies of If, Loop and Scan (kernels/subgraph_compiler.h); null: they run
   // through their reference kernels, body by body in eager mode.
   const class SubgraphCompiler* subgraphs = nullptr;
+
+  // Input i's constant data when it is f32 of exactly these dims (weights a kernel packs), else null.
+  const Tensor* f32_constant(size_t i, const std::vector<int64_t>& dims) const {
+    const Tensor* t = i < constants.size() ? constants[i] : nullptr;
+    return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
+  }
 };
 
 // One optimised implementation of one op type.

@@ -12,11 +12,6 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
-  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
-  return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
-}
-
 }  // namespace
 
 std::vector<float> ConstantWeightsProduct::expanded_bias() const {
@@ -58,14 +53,14 @@ std::optional<ConstantWeightsProduct> matmul_product(const KernelCompileContext&
   }
   p.m = numel_of(*a) / p.k;
   if (p.m <= 0 || numel_of(*y) != p.m * p.n) return std::nullopt;
-  p.b = f32_constant(ctx, 1, *b);
+  p.b = ctx.f32_constant(1, *b);
   if (p.b == nullptr) return std::nullopt;
   if (!fused) return node.inputs().size() == 2 ? std::optional(p) : std::nullopt;
   if (node.has_input(2)) {
     if (hwy_cpu::static_dims_of(node.input(2)) != Dims{p.n}) return std::nullopt;
     p.bias_input = 2;
     p.bias_numel = p.n;
-    p.bias_constant = f32_constant(ctx, 2, Dims{p.n});
+    p.bias_constant = ctx.f32_constant(2, Dims{p.n});
   }
   if (!read_fused_tail(ctx, *y, p)) return std::nullopt;
   return p;
@@ -90,7 +85,7 @@ std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& c
   if (p.m <= 0 || p.k <= 0 || p.n <= 0 || bk != p.k || *y != Dims{p.m, p.n} || p.alpha == 0.0f) {
     return std::nullopt;
   }
-  p.b = f32_constant(ctx, 1, *b);
+  p.b = ctx.f32_constant(1, *b);
   if (p.b == nullptr) return std::nullopt;
   // beta = 0 never reads C (as the reference: NaNs in C do not propagate).
   if (node.has_input(2) && attrs.get_float("beta") != 0.0f) {
@@ -105,7 +100,7 @@ std::optional<ConstantWeightsProduct> gemm_product(const KernelCompileContext& c
     p.bias_input = 2;
     p.bias_numel = c_numel;
     p.bias_scale = attrs.get_float("beta");
-    p.bias_constant = f32_constant(ctx, 2, *c);
+    p.bias_constant = ctx.f32_constant(2, *c);
   }
   if (!fused) return node.inputs().size() <= 3 ? std::optional(p) : std::nullopt;
   if (!read_fused_tail(ctx, *y, p)) return std::nullopt;
@@ -154,12 +149,12 @@ std::optional<ConstantWeightsProduct> blocked_conv_product(const KernelCompileCo
   p.k = ic;
   p.n = oc;
   p.trans_b = true;  // W [oc, ic, 1, 1] is B^T
-  p.b = f32_constant(ctx, 1, *w);
+  p.b = ctx.f32_constant(1, *w);
   if (p.b == nullptr) return std::nullopt;
   if (node.has_input(2)) {
     p.bias_input = 2;
     p.bias_numel = oc;
-    p.bias_constant = f32_constant(ctx, 2, Dims{oc});
+    p.bias_constant = ctx.f32_constant(2, Dims{oc});
     if (p.bias_constant == nullptr) return std::nullopt;
   }
   if (!read_fused_tail(ctx, *y, p)) return std::nullopt;

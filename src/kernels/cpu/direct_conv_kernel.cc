@@ -190,11 +190,6 @@ struct Plan {
   bool residual = false;
 };
 
-const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
-  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
-  return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
-}
-
 std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   const Node& node = ctx.node;
   if (node.op_type() != "BlockedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
@@ -242,10 +237,10 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
     p.w = p.ow = p.ow * k;
   }
   if (p.n <= 0 || p.oh <= 0 || p.ow <= 0) return std::nullopt;
-  p.weights = f32_constant(ctx, 1, *w);
+  p.weights = ctx.f32_constant(1, *w);
   if (p.weights == nullptr) return std::nullopt;
   if (node.has_input(2)) {
-    p.bias = f32_constant(ctx, 2, Dims{p.m});
+    p.bias = ctx.f32_constant(2, Dims{p.m});
     if (p.bias == nullptr) return std::nullopt;
   }
   auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y);

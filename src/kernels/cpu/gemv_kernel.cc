@@ -122,11 +122,6 @@ int64_t numel_of(const Dims& d) {
 
 using GemvPlan = ConstantWeightsProduct;
 
-const Tensor* f32_constant(const KernelCompileContext& ctx, size_t i, const Dims& dims) {
-  const Tensor* t = i < ctx.constants.size() ? ctx.constants[i] : nullptr;
-  return t && t->dtype() == DType::kF32 && t->dims() == dims ? t : nullptr;
-}
-
 std::optional<GemvPlan> single_row(std::optional<GemvPlan> plan) {
   return plan && plan->m == 1 ? plan : std::nullopt;
 }
@@ -169,8 +164,8 @@ std::optional<GemvPlan> conv_plan(const KernelCompileContext& ctx, bool fused) {
   if (oc <= 0 || ic <= 0 || kp < ic || np < oc || (x->size() != 5 && kp != ic) || (y->size() != 5 && np != oc)) {
     return std::nullopt;
   }
-  const Tensor* weights = f32_constant(ctx, 1, *w);
-  const Tensor* bias = node.has_input(2) ? f32_constant(ctx, 2, Dims{oc}) : nullptr;
+  const Tensor* weights = ctx.f32_constant(1, *w);
+  const Tensor* bias = node.has_input(2) ? ctx.f32_constant(2, Dims{oc}) : nullptr;
   if (weights == nullptr || (node.has_input(2) && bias == nullptr)) return std::nullopt;
   GemvPlan plan;
   plan.m = 1;
