@@ -188,6 +188,13 @@ TEST(HwyBackendTest, PerChannelAffineOfABlockedTensorRunsPerVector) {
         auto compiled = highway_backend().compile(p);
         ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
         EXPECT_EQ((*compiled)->mode(), "channel affine");
+        if (relu) {  // max(y, -0) keeps -0 for a negative y: the interpreter's, not this path's
+          FusedProgram minus = p;
+          minus.code[5].value = -0.0f;
+          auto other = highway_backend().compile(minus);
+          ASSERT_TRUE(other.is_ok());
+          EXPECT_EQ((*other)->mode(), "registers");
+        }
         Tensor y = Tensor::zeros(DType::kF32, dims).value();
         std::vector<Tensor*> out = {&y};
         ASSERT_TRUE((*compiled)->run(inputs, out).is_ok());

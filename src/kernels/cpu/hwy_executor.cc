@@ -597,8 +597,9 @@ class HwyProgram final : public CompiledProgram {
     }
     if (ops.size() == 3) {
       const ProgramInstr& max = p_.code[ops[2]];
+      // max(y, +0): a negative y becomes +0 (max(y, -0) would give -0, which the path does not).
       if (max.op != ScalarOp::kMax || max.a != ops[1] || max.b < 0 || p_.code[max.b].kind != InstrKind::kConst ||
-          p_.code[max.b].value != 0.0f) {
+          p_.code[max.b].value != 0.0f || std::signbit(p_.code[max.b].value)) {
         return std::nullopt;
       }
       a.relu = true;
