@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/blocked_conv_operands.h"
 #include "kernels/cpu/depthwise_conv_kernel.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
@@ -177,33 +178,24 @@ struct Plan {
   int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
   int64_t kh = 0, kw = 0, stride = 1, pt = 0, pl = 0;
   int64_t lanes = 0;  // the block
-  const Tensor* weights = nullptr;
-  const Tensor* bias = nullptr;
-  std::vector<PostOp> epilogue;
-  bool residual = false;
+  BlockedConvOperands operands;
 };
 
 std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
-  const Node& node = ctx.node;
-  if (node.op_type() != "BlockedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
-      node.inputs().size() < 2 || node.inputs().size() > 4) {
-    return std::nullopt;
-  }
-  const auto x = hwy_cpu::static_dims_of(node.input(0));
-  const auto w = hwy_cpu::static_dims_of(node.input(1));
-  const auto y = hwy_cpu::static_dims_of(node.output(0));
-  if (!x || !w || !y || x->size() != 5 || w->size() != 4 || y->size() != 5) return std::nullopt;
-  const AttrReader attrs(node);
+  auto in = blocked_conv_operands(ctx);
+  if (!in) return std::nullopt;
+  const std::vector<int64_t>&x = in->x, &w = in->w, &y = in->y;
+  const AttrReader attrs(ctx.node);
   Plan p;
   apply_target_caps();  // the vector is the capped target's
   p.lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::DepthwiseBlock)());
   if (p.lanes < 8) return std::nullopt;  // tiles from AVX2 up only (DepthwiseConvRows)
-  p.c = (*w)[0];
-  if (p.c <= 0 || (*w)[1] != 1 || attrs.get_int("group") != p.c || attrs.get_int("block") != p.lanes) return std::nullopt;
+  p.c = w[0];
+  if (p.c <= 0 || w[1] != 1 || attrs.get_int("group") != p.c || attrs.get_int("block") != p.lanes) return std::nullopt;
   const int64_t cb = ceil_div(p.c, p.lanes);
-  if ((*x)[1] != cb || (*x)[4] != p.lanes || (*y)[1] != cb || (*y)[4] != p.lanes) return std::nullopt;
-  p.n = (*x)[0], p.h = (*x)[2], p.w = (*x)[3], p.oh = (*y)[2], p.ow = (*y)[3];
-  p.kh = (*w)[2], p.kw = (*w)[3];
+  if (x[1] != cb || x[4] != p.lanes || y[1] != cb || y[4] != p.lanes) return std::nullopt;
+  p.n = x[0], p.h = x[2], p.w = x[3], p.oh = y[2], p.ow = y[3];
+  p.kh = w[2], p.kw = w[3];
   const auto g = onednn::conv_geometry_for(ctx, Dims{p.n, p.c, p.h, p.w}, Dims{p.n, p.c, p.oh, p.ow}, false);
   if (!g || g->x.size() != 4 || g->strides.size() != 2) return std::nullopt;
   p.stride = g->strides[0];
@@ -213,16 +205,7 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   }
   p.pt = g->pad_l[0], p.pl = g->pad_l[1];
   if (p.n <= 0 || p.oh <= 0 || p.ow <= 0 || p.n * p.oh * p.ow * p.c * p.kh * p.kw > kSmallConvMacs) return std::nullopt;
-  p.weights = ctx.f32_constant(1, *w);
-  if (p.weights == nullptr) return std::nullopt;
-  if (node.has_input(2)) {
-    p.bias = ctx.f32_constant(2, Dims{p.c});
-    if (p.bias == nullptr) return std::nullopt;
-  }
-  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y);
-  if (!epilogue) return std::nullopt;
-  p.residual = node.has_input(3);
-  p.epilogue = std::move(*epilogue);
+  p.operands = std::move(*in);
   return p;
 }
 
@@ -238,13 +221,13 @@ std::optional<std::pair<float, float>> clamp_of(const hwy_cpu::VectorEpilogue& e
 class DepthwiseConvKernel final : public Kernel {
  public:
   explicit DepthwiseConvKernel(const Plan& p)
-      : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)), blocks_(ceil_div(p.c, p.lanes)) {
+      : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.operands.epilogue)), blocks_(ceil_div(p.c, p.lanes)) {
     // Weights: block, window row, window column, lane; zero for the padded channels, whose
     // inputs may hold any finite value (ops/layout_ops.cc).
     const int64_t b = p_.lanes, taps = p_.kh * p_.kw;
     packed_ = hwy::AllocateAligned<float>(static_cast<size_t>(blocks_ * taps * b));
     bias_ = hwy::AllocateAligned<float>(static_cast<size_t>(blocks_ * b));
-    const float* wsrc = p_.weights->data<float>();
+    const float* wsrc = p_.operands.weights->data<float>();
     for (int64_t blk = 0; blk < blocks_; ++blk) {
       for (int64_t tap = 0; tap < taps; ++tap) {
         for (int64_t k = 0; k < b; ++k) {
@@ -254,7 +237,7 @@ class DepthwiseConvKernel final : public Kernel {
       }
       for (int64_t k = 0; k < b; ++k) {
         const int64_t c = blk * b + k;
-        bias_[static_cast<size_t>(blk * b + k)] = c < p_.c && p_.bias != nullptr ? p_.bias->data<float>()[c] : 0.0f;
+        bias_[static_cast<size_t>(blk * b + k)] = c < p_.c && p_.operands.bias != nullptr ? p_.operands.bias->data<float>()[c] : 0.0f;
       }
     }
   }
@@ -268,11 +251,11 @@ class DepthwiseConvKernel final : public Kernel {
     const int64_t b = p_.lanes, x_block = p_.h * p_.w * b, y_row = p_.ow * b, y_block = p_.oh * y_row;
     const int64_t numel_x = p_.n * blocks_ * x_block, numel_y = p_.n * blocks_ * y_block;
     const Tensor* xt = in.empty() ? nullptr : in[0];
-    const Tensor* rt = p_.residual && in.size() > 3 ? in[3] : nullptr;
+    const Tensor* rt = p_.operands.residual && in.size() > 3 ? in[3] : nullptr;
     Tensor* yt = out.empty() ? nullptr : out[0];
     if (xt == nullptr || xt->dtype() != DType::kF32 || xt->numel() != numel_x || yt == nullptr ||
         yt->dtype() != DType::kF32 || yt->numel() != numel_y ||
-        (p_.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != numel_y))) {
+        (p_.operands.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != numel_y))) {
       return Status::internal_error("cpu.dwconv: an operand does not have its planned shape");
     }
     const float* x = xt->data<float>();

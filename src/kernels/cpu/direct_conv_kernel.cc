@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/blocked_conv_operands.h"
 #include "kernels/cpu/direct_conv_kernel.h"
 #include "kernels/cpu/direct_conv_split.h"
 #include "kernels/cpu/hwy_epilogue.h"
@@ -184,37 +185,28 @@ struct Plan {
   int64_t m = 0, oh = 0, ow = 0;        // Y (logical)
   int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
   int64_t lanes = 0;                    // the block
-  const Tensor* weights = nullptr;
-  const Tensor* bias = nullptr;
-  std::vector<PostOp> epilogue;
-  bool residual = false;
+  BlockedConvOperands operands;
 };
 
 std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
-  const Node& node = ctx.node;
-  if (node.op_type() != "BlockedConv" || node.domain() != kFusedDomain || node.outputs().size() != 1 ||
-      node.inputs().size() < 2 || node.inputs().size() > 4) {
-    return std::nullopt;
-  }
-  const auto x = hwy_cpu::static_dims_of(node.input(0));
-  const auto w = hwy_cpu::static_dims_of(node.input(1));
-  const auto y = hwy_cpu::static_dims_of(node.output(0));
-  if (!x || !w || !y || x->size() != 5 || w->size() != 4 || y->size() != 5) return std::nullopt;
-  const AttrReader attrs(node);
+  auto in = blocked_conv_operands(ctx);
+  if (!in) return std::nullopt;
+  const std::vector<int64_t>&x = in->x, &w = in->w, &y = in->y;
+  const AttrReader attrs(ctx.node);
   Plan p;
   apply_target_caps();  // the vector is the capped target's
   p.lanes = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::ConvBlock)());
-  p.m = (*w)[0];
-  p.c = (*w)[1];
+  p.m = w[0];
+  p.c = w[1];
   if (attrs.get_int("group") != 1 || attrs.get_int("block") != p.lanes || p.m <= 0 || p.c <= 0) return std::nullopt;
   const int64_t cb = ceil_div(p.c, p.lanes), mb = ceil_div(p.m, p.lanes);
   // Panels of four output blocks, or two: the blocks must come in pairs.
-  if ((*x)[1] != cb || (*x)[4] != p.lanes || (*y)[1] != mb || (*y)[4] != p.lanes || mb % 2 != 0) return std::nullopt;
-  const auto g = onednn::conv_geometry_for(ctx, Dims{(*x)[0], p.c, (*x)[2], (*x)[3]},
-                                           Dims{(*y)[0], p.m, (*y)[2], (*y)[3]}, false);
+  if (x[1] != cb || x[4] != p.lanes || y[1] != mb || y[4] != p.lanes || mb % 2 != 0) return std::nullopt;
+  const auto g = onednn::conv_geometry_for(ctx, Dims{x[0], p.c, x[2], x[3]},
+                                           Dims{y[0], p.m, y[2], y[3]}, false);
   if (!g || g->x.size() != 4) return std::nullopt;
-  p.n = (*x)[0], p.h = (*x)[2], p.w = (*x)[3], p.oh = (*y)[2], p.ow = (*y)[3];
-  p.kh = (*w)[2], p.kw = (*w)[3];
+  p.n = x[0], p.h = x[2], p.w = x[3], p.oh = y[2], p.ow = y[3];
+  p.kh = w[2], p.kw = w[3];
   p.sh = g->strides[0], p.sw = g->strides[1];
   p.dh = g->dilations[0] + 1, p.dw = g->dilations[1] + 1;
   p.pt = g->pad_l[0], p.pl = g->pad_l[1], p.pb = g->pad_r[0], p.pr = g->pad_r[1];
@@ -237,22 +229,13 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
     p.w = p.ow = p.ow * k;
   }
   if (p.n <= 0 || p.oh <= 0 || p.ow <= 0) return std::nullopt;
-  p.weights = ctx.f32_constant(1, *w);
-  if (p.weights == nullptr) return std::nullopt;
-  if (node.has_input(2)) {
-    p.bias = ctx.f32_constant(2, Dims{p.m});
-    if (p.bias == nullptr) return std::nullopt;
-  }
-  auto epilogue = hwy_cpu::anchor_vector_epilogue(node, *y);
-  if (!epilogue) return std::nullopt;
-  p.residual = node.has_input(3);
-  p.epilogue = std::move(*epilogue);
+  p.operands = std::move(*in);
   return p;
 }
 
 class DirectConvKernel final : public Kernel {
  public:
-  explicit DirectConvKernel(const Plan& p) : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.epilogue)) {
+  explicit DirectConvKernel(const Plan& p) : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.operands.epilogue)) {
     const int64_t b = p_.lanes, out_blocks = ceil_div(p_.m, b);
     blocks_ = out_blocks % 4 == 0 ? 4 : 2;
     mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::ConvTilePixels)(static_cast<size_t>(blocks_)));
@@ -264,7 +247,7 @@ class DirectConvKernel final : public Kernel {
     // Weights: panel, input block, tap, lane, the panel's outputs; zero for padded channels.
     const int64_t taps = p_.kh * p_.kw, width = blocks_ * b, panel_floats = groups_ * taps * b * width;
     packed_ = hwy::AllocateAligned<float>(static_cast<size_t>(panels_ * panel_floats));
-    const float* wsrc = p_.weights->data<float>();
+    const float* wsrc = p_.operands.weights->data<float>();
     float* dst = packed_.get();
     for (int64_t panel = 0; panel < panels_; ++panel) {
       for (int64_t g = 0; g < groups_; ++g) {
@@ -279,7 +262,7 @@ class DirectConvKernel final : public Kernel {
       }
     }
     bias_.assign(static_cast<size_t>(panels_ * width), 0.0f);
-    if (p_.bias != nullptr) std::copy_n(p_.bias->data<float>(), p_.m, bias_.begin());
+    if (p_.operands.bias != nullptr) std::copy_n(p_.operands.bias->data<float>(), p_.m, bias_.begin());
     // A run's weights: taps x b x panel width floats per input block.
     split_ = direct_conv_split(groups_, taps * b * width * 4, p_.oh, p_.ow, mr_, p_.kh, p_.kw, p_.dh, p_.dw, wp_, b);
   }
@@ -293,11 +276,11 @@ class DirectConvKernel final : public Kernel {
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     const int64_t b = p_.lanes, x_image = groups_ * p_.h * p_.w * b, y_image = panels_ * blocks_ * b * p_.oh * p_.ow;
     const Tensor* xt = in.empty() ? nullptr : in[0];
-    const Tensor* rt = p_.residual && in.size() > 3 ? in[3] : nullptr;
+    const Tensor* rt = p_.operands.residual && in.size() > 3 ? in[3] : nullptr;
     Tensor* yt = out.empty() ? nullptr : out[0];
     if (xt == nullptr || xt->dtype() != DType::kF32 || xt->numel() != p_.n * x_image || yt == nullptr ||
         yt->dtype() != DType::kF32 || yt->numel() != p_.n * y_image ||
-        (p_.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != p_.n * y_image))) {
+        (p_.operands.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != p_.n * y_image))) {
       return Status::internal_error("cpu.conv: an operand does not have its planned shape");
     }
     // The zero-bordered copy of one image: the calling thread's, kept between runs (a kernel may
