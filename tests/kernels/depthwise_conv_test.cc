@@ -28,10 +28,7 @@ using onednn_test::cst;
 using onednn_test::in;
 using onednn_test::make_node;
 using onednn_test::random_f32;
-
-// The block is the dispatched vector (8 floats on AVX2, 16 with AVX-512); below AVX2 the vector
-// is no layout block and the kernel never applies.
-bool vector_is_a_block() { return active_target().isa >= IsaTier::kAvx2; }
+using onednn_test::vector_is_a_block;
 
 struct Case {
   int64_t n, c, h, w, kh, kw, stride;

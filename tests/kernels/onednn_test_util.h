@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/target.h"
 #include "core/tensor.h"
 #include "kernels/kernel.h"
 #include "ops/fused.h"
@@ -24,6 +25,10 @@ inline Tensor random_f32(const std::vector<int64_t>& dims, std::mt19937& gen, fl
   for (float& v : t.values<float>()) v = dist(gen);
   return t;
 }
+
+// Whether the dispatched vector is a layout block (8 floats on AVX2, 16 with AVX-512), which our
+// own blocked conv kernels require; below AVX2 the vector (4 floats) is none and they never apply.
+inline bool vector_is_a_block() { return active_target().isa >= IsaTier::kAvx2; }
 
 // Dims of a logical [N, C, H, W] in a BlockedConv layout (block 0: channels-last, one block of C).
 inline std::vector<int64_t> blocked_dims(int64_t n, int64_t c, int64_t h, int64_t w, int64_t block) {
