@@ -3,6 +3,7 @@
 // further up a chain (the intermediate then dies if nothing else reads it). A rule never moves
 // the uses of a graph output, so graph output names never change.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -373,6 +374,42 @@ bool pad_zero_rule(Graph& graph, Node& node) {
   return forward(graph, node, node.input(0));
 }
 
+// Conv(Pad(x, p), w) -> Conv(x, w) with p added to the conv's pads, when p pads only the
+// spatial axes, with +0: the conv reads its own padding as +0 too. TensorFlow exports write the
+// "SAME" padding of strided convs this way (one row and column at the end); as a Pad it was a
+// reference kernel over the plain layout, with reorders around it at O3.
+bool conv_pad_rule(Graph& graph, Node& node) {
+  Node* pad = producer_of(node, 0, "Pad");
+  const auto rank = rank_of(node.input(0));
+  if (pad == nullptr || pad->has_input(3) || !rank || *rank < 3) return false;
+  const AttrReader pad_attrs(*pad);
+  if (pad_attrs.has("mode") && pad_attrs.get_string("mode") != "constant") return false;
+  if (pad->has_input(2)) {
+    const Tensor* value = constant_data(pad->input(2));
+    if (value == nullptr || value->numel() != 1 || value->get_double(0) != 0.0 || std::signbit(value->get_double(0))) {
+      return false;
+    }
+  }
+  const Tensor* pads_tensor = constant_data(pad->input(1));
+  if (pads_tensor == nullptr || pads_tensor->numel() != 2 * *rank) return false;
+  const std::vector<int64_t> p = pads_tensor->to_int_vector();
+  const int64_t spatial = *rank - 2;
+  if (p[0] != 0 || p[1] != 0 || p[*rank] != 0 || p[*rank + 1] != 0) return false;
+  if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) return false;
+  const AttrReader conv_attrs(node);
+  if (conv_attrs.has("auto_pad") && conv_attrs.get_string("auto_pad") != "NOTSET") return false;
+  std::vector<int64_t> conv_pads =
+      conv_attrs.has("pads") ? conv_attrs.get_ints("pads") : std::vector<int64_t>(static_cast<size_t>(2 * spatial), 0);
+  if (static_cast<int64_t>(conv_pads.size()) != 2 * spatial) return false;
+  for (int64_t i = 0; i < spatial; ++i) {
+    conv_pads[static_cast<size_t>(i)] += p[static_cast<size_t>(2 + i)];
+    conv_pads[static_cast<size_t>(spatial + i)] += p[static_cast<size_t>(*rank + 2 + i)];
+  }
+  node.attrs["pads"] = AttrValue(std::move(conv_pads));
+  graph.set_input(&node, 0, pad->input(0));
+  return true;
+}
+
 // ---- Squeeze / Unsqueeze -------------------------------------------------------------------
 
 // The node's constant axes normalised against `rank`, sorted; nullopt if unknown, invalid or
@@ -429,6 +466,7 @@ const std::vector<Rule>& rules() {
       {"Cast", "Cast(x, dtype(x)) -> x", cast_same_rule},
       {"Cast", "Cast(Cast(x, a), b) -> Cast(x, b) when x -> a is exact", cast_chain_rule},
       {"Pad", "Pad(x, all-zero pads) -> x", pad_zero_rule},
+      {"Conv", "Conv(Pad(x, p), w) -> Conv(x, w) with p added to its pads (p spatial, constant, value +0)", conv_pad_rule},
       {"Squeeze", "Squeeze(Unsqueeze(x, axes), axes) -> x", squeeze_unsqueeze_rule},
       {"Unsqueeze", "Unsqueeze(Squeeze(x, axes), axes) -> x", unsqueeze_squeeze_rule},
   };
