@@ -239,6 +239,8 @@ TEST(ConvertKernels, PlainMaxPoolMatchesTheReference) {
                         {"strides", AttrValue(std::vector<int64_t>{3, 2})}}},
       {{1, 32, 64, 64}, {{"kernel_shape", AttrValue(std::vector<int64_t>{2, 2})}, {"strides", AttrValue(std::vector<int64_t>{2, 2})},
                          {"ceil_mode", AttrValue(int64_t{1})}}},
+      // M-LSD's local-maximum test: 3x3, stride 1, one plane (the contiguous sweep).
+      {{1, 1, 19, 21}, {{"kernel_shape", AttrValue(std::vector<int64_t>{3, 3})}, {"pads", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}}},
   };
   check_plain_pool("MaxPool", "cpu.max_pool", cases);
   // IS-Net's 2x2 ceil-mode pool on plain NCHW: oneDNN's simple_nchw is declined, so it is ours

@@ -84,24 +84,31 @@ class PlainPoolKernel final : public Kernel {
   }
 
   void max_row(const float* src, int64_t oy, float* dst) const {
-    // Kept apart from the maximum so that the sweeps stay branch-free.
-    thread_local std::vector<unsigned char> nan;
-    nan.assign(static_cast<size_t>(w_.out), 0);
     std::fill_n(dst, w_.out, -std::numeric_limits<float>::infinity());
     for (int64_t ky = 0; ky < h_.kernel; ++ky) {
       const float* row = tap_row(src, oy, ky);
       if (row == nullptr) continue;
       for (int64_t kx = 0; kx < w_.kernel; ++kx) {
-        const int64_t offset = kx * w_.dilation - w_.pad, s = w_.stride;
-        for (int64_t ox = w_.first[kx]; ox < w_.last[kx]; ++ox) {
-          const float v = row[ox * s + offset];
-          dst[ox] = v > dst[ox] ? v : dst[ox];
-          nan[ox] |= static_cast<unsigned char>(v != v);
-        }
+        const int64_t first = w_.first[kx];
+        max_sweep(row + first * w_.stride + kx * w_.dilation - w_.pad, w_.stride, dst + first, w_.last[kx] - first);
       }
     }
-    for (int64_t ox = 0; ox < w_.out; ++ox) {
-      if (nan[ox]) dst[ox] = std::numeric_limits<float>::quiet_NaN();
+  }
+
+  // out[i] = max(out[i], in[i * stride]) for i < n, NaN-sticky: a NaN tap makes the output NaN,
+  // and no later tap compares greater than a NaN. Branch-free, so the compiler vectorises it
+  // (a stride of 1, the common 3x3 local-maximum pool, as plain vector loads).
+  static void max_sweep(const float* __restrict in, int64_t stride, float* __restrict out, int64_t n) {
+    if (stride == 1) {
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = in[i], m = out[i];
+        out[i] = (v > m) | (v != v) ? v : m;
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = in[i * stride], m = out[i];
+      out[i] = (v > m) | (v != v) ? v : m;
     }
   }
 
