@@ -220,21 +220,28 @@ TEST(BlockedLayoutTest, OneDnnBlockedPoolsMatchReference) {
   }
 }
 
-// Resize of a blocked tensor (scales with a trailing 1): the Highway kernel against the reference.
+// Resize of a blocked tensor (scales with a trailing 1): the Highway kernel against the reference,
+// for blocks of one vector, two, and (4 floats) less than one vector below AVX, up and down.
 TEST(BlockedLayoutTest, HwyResizeOfBlockedTensorMatchesReference) {
   std::mt19937 gen(9);
-  for (const char* mode : {"nearest", "linear"}) {
-    Graph g;
-    Tensor x = random_f32({1, 2, 3, 5, 16}, gen);
-    Tensor scales = Tensor::from_vector<float>({5}, {1, 1, 2, 2, 1});
-    auto node = g.add_node("Resize", {g.add_input("x", DType::kF32, x.shape()), nullptr, g.add_constant("s", scales)},
-                           {"y"}, {{"mode", std::string(mode)}}, "up");
-    ASSERT_TRUE(node.is_ok());
-    ASSERT_TRUE(infer_shapes(g).is_ok());
-    EXPECT_EQ(dims_of((*node)->output(0)), (Ints{1, 2, 6, 10, 16}));
-    const Both both = run_both(**node, {&x, nullptr, &scales}, {nullptr, nullptr, &scales});
-    EXPECT_EQ(both.kernel, "hwy.resize") << mode;
-    EXPECT_LE(rel_diff(both.got, both.want), 1e-6) << mode;
+  for (const int64_t block : {4, 8, 16}) {
+    for (const auto& [sh, sw] : {std::pair{2.0f, 2.0f}, std::pair{1.5f, 0.6f}}) {
+      for (const char* mode : {"nearest", "linear"}) {
+        SCOPED_TRACE(str_cat(mode, " block ", block, " scales ", sh, " ", sw));
+        Graph g;
+        Tensor x = random_f32({1, 2, 3, 5, block}, gen);
+        Tensor scales = Tensor::from_vector<float>({5}, {1, 1, sh, sw, 1});
+        auto node = g.add_node("Resize", {g.add_input("x", DType::kF32, x.shape()), nullptr, g.add_constant("s", scales)},
+                               {"y"}, {{"mode", std::string(mode)}}, "up");
+        ASSERT_TRUE(node.is_ok());
+        ASSERT_TRUE(infer_shapes(g).is_ok());
+        const Ints want_dims = {1, 2, static_cast<int64_t>(3 * sh), static_cast<int64_t>(5 * sw), block};
+        EXPECT_EQ(dims_of((*node)->output(0)), want_dims);
+        const Both both = run_both(**node, {&x, nullptr, &scales}, {nullptr, nullptr, &scales});
+        EXPECT_EQ(both.kernel, "hwy.resize");
+        EXPECT_LE(rel_diff(both.got, both.want), 1e-6);
+      }
+    }
   }
 }
 
