@@ -1,8 +1,8 @@
 // simplify's conv_pad_rule end to end: a TensorFlow "SAME" stride-2 conv (Pad one row and column
 // at the end, then an unpadded conv) and a Pad on all sides before a stride-1 conv, each followed
 // by ReLU so O2/O3 fuse the epilogue too. At every level the Pads are gone and the outputs agree
-// with eager mode, also with a NaN and an infinity in the input (simplify_conv_pad.ir checks
-// the rewrite and its refusals).
+// with eager mode, also with a NaN and an infinity in the input (tests/golden/simplify/conv_pad.ir
+// checks the rewrite and its refusals).
 #include <gtest/gtest.h>
 
 #include <limits>

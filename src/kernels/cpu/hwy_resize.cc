@@ -60,9 +60,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace opfuse::hwy_cpu {
 HWY_EXPORT(BlendBlockedRow);
-}  // namespace opfuse::hwy_cpu
 
-namespace opfuse::hwy_cpu {
 namespace {
 
 struct Geometry {
