@@ -102,13 +102,13 @@ class PlainPoolKernel final : public Kernel {
     if (stride == 1) {
       for (int64_t i = 0; i < n; ++i) {
         const float v = in[i], m = out[i];
-        out[i] = (v > m) | (v != v) ? v : m;
+        out[i] = ((v > m) | (v != v)) ? v : m;
       }
       return;
     }
     for (int64_t i = 0; i < n; ++i) {
       const float v = in[i * stride], m = out[i];
-      out[i] = (v > m) | (v != v) ? v : m;
+      out[i] = ((v > m) | (v != v)) ? v : m;
     }
   }
 
