@@ -560,6 +560,9 @@ _reg("bert_base", "full", build_bert, ["output"], layers=12, hidden=768, heads=1
      use_mask=False)
 _reg("bert_base_mask", "full", build_bert, ["output"], layers=12, hidden=768, heads=12, intermediate=3072,
      seq=128, use_mask=True)
+# Google's BERT-Small shape (4 layers, 512 hidden, 8 heads): the smaller GEMM-bound model of issue 16's bar.
+_reg("bert_small", "full", build_bert, ["output"], layers=4, hidden=512, heads=8, intermediate=2048, seq=128,
+     use_mask=False)
 _reg("mlp_blocks", "full", build_mlp_blocks, ["output"], batch=64)
 _reg("yolov5s", "full", build_yolov5, ["output"], width=0.5, depth=0.33, size=640)
 
