@@ -152,6 +152,32 @@ TEST(HwyEpilogueTest, SigmoidIsWithinFewUlpOverItsWholeRange) {
   EXPECT_EQ(bad, 0);
 }
 
+// The vector GELU (x * Phi(x), Phi from a fitted log-CDF and an exponential, no erf) against
+// GELU in double: within 2 ulp for x > 0, within 2 * 2^-24 of Phi (times |x|) for x < 0, where
+// the reference's own 1 + erf(x / sqrt 2) is only that close; exactly x far right and -0 far left.
+TEST(HwyEpilogueTest, GeluErfIsWithinFewUlpOfTheNormalCdf) {
+  const PostOp op{find_post_op("gelu_erf"), {}};
+  auto vec = hwy_cpu::vector_epilogue(std::span<const PostOp>(&op, 1));
+  ASSERT_TRUE(vec.has_value());
+  ASSERT_FALSE(vec->fast.empty());
+  std::vector<float> x;
+  for (float v = -12.0f; v <= 12.0f; v += 0.0000731f) x.push_back(v);
+  std::vector<float> y = x;
+  hwy_cpu::apply_epilogue(*vec, y.data(), nullptr, static_cast<int64_t>(y.size()));
+  const double eps = std::numeric_limits<float>::epsilon();
+  int bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    bool ok;
+    if (v >= 5.5) ok = y[i] == x[i];
+    else if (v <= -5.5) ok = y[i] == 0.0f && std::signbit(y[i]);
+    else if (v > 0) ok = std::abs(y[i] - want) <= 2 * eps * want;
+    else ok = std::abs(y[i] - want) <= eps * std::abs(v);
+    if (!ok && ++bad <= 3) ADD_FAILURE() << "x = " << x[i] << ": got " << y[i] << ", want " << want;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 TEST(HwyEpilogueTest, PostOpsOfUnknownOpsHaveNoVectorForm) {
   PostOpSpec fake;
   fake.name = "made_up";

@@ -44,8 +44,7 @@ HWY_INLINE VF Apply(DF d, const FastPostOp& op, VF x, VF r) {
   if constexpr (K == Kind::kTanh) return SafeTanh(d, x);
   if constexpr (K == Kind::kElu)
     return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(hn::Set(d, op.a), hn::Sub(SafeExp(d, x), one)), x);
-  if constexpr (K == Kind::kGeluErf)
-    return hn::Mul(hn::Mul(half, x), hn::Add(one, Erf(d, hn::Mul(x, hn::Set(d, 0.70710678118654752f)))));
+  if constexpr (K == Kind::kGeluErf) return GeluErf(d, x);
   if constexpr (K == Kind::kGeluTanh) {
     const VF inner = hn::Mul(hn::Set(d, 0.7978845608028654f),
                              hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(x, x)), x, x));

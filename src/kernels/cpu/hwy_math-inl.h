@@ -160,6 +160,56 @@ HWY_INLINE V Erf(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
+// GELU in its exact form, x * Phi(x) with Phi the standard normal CDF, without erf:
+//   Phi(-a) = exp(L(a)) for a = |x| < 5.5, L(a) = log(erfc(a / sqrt 2) / 2) a polynomial of
+//   degree 11 in a (coefficients fitted for opfuse: Lawson-weighted least squares towards minimax
+//   absolute error, 2.6e-8, against double-precision erfc), and Phi(a) = 1 - Phi(-a);
+//   exp by its own range reduction (L is in [-17.8, -0.69], so 2^n is a normal float), e^r of
+//   degree 6 fitted for relative error (2e-9).
+// Past |x| = 5.5 Phi is 0 or 1 (Phi(-5.5) = 1.9e-8, below half an ulp of 1), so -inf gives
+// -inf * 0 = NaN and +inf gives +inf, as the reference's 0.5 x (1 + erf(x / sqrt 2)) does; NaN
+// stays NaN through the product. About 30 vector ops and no division, against 60 and a division
+// through Erf: GELU runs over every hidden unit of a transformer's feed-forward layer, in the
+// GEMM's epilogue, where the erf form cost a quarter of the product's time (128x512x2048 on a
+// Zen 3, AVX2).
+// Evaluated in float (simulated at 2M points of [-8, 8]): within 1.5 * 2^-24 |x| of GELU for
+// x < 0, and 1.9 ulp for x > 0; relatively, the negative tail is within 4e-6 where L is large,
+// where the reference's 1 + erf(...) has cancelled to an absolute error of 3e-8 (relatively up
+// to 1). The erf form ran 14.4 ns per 8 floats, this one 9.5 (Zen 3, AVX2, from L1).
+template <class D, class V>
+HWY_INLINE V GeluErf(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  const V a = hn::Min(hn::Abs(x), hn::Set(d, 5.5f));  // NaN: x86's min returns the bound
+  // L by Estrin's scheme: the chain through Horner's eleven FMAs, not the ALUs, bounded the
+  // throughput (the out-of-order window holds too few vectors to hide it): 1.1x as fast.
+  const V a2 = hn::Mul(a, a), a4 = hn::Mul(a2, a2), a8 = hn::Mul(a4, a4);
+  const auto pair = [d, a](float c1, float c0) HWY_ATTR { return hn::MulAdd(hn::Set(d, c1), a, hn::Set(d, c0)); };
+  const V l01 = pair(-0.7978854179382324f, -0.6931471824645996f);
+  const V l23 = pair(-0.03635605424642563f, -0.31830301880836487f);
+  const V l45 = pair(1.9330944269313477e-05f, 0.004810734651982784f);
+  const V l67 = pair(6.346143345581368e-05f, -0.00021384606952778995f);
+  const V l89 = pair(1.1325855666655116e-06f, -1.0724681487772614e-05f);
+  const V l1011 = pair(1.906909741222762e-09f, -6.962198284554688e-08f);
+  const V l = hn::MulAdd(hn::MulAdd(l1011, a2, l89), a8,
+                         hn::MulAdd(hn::MulAdd(l67, a2, l45), a4, hn::MulAdd(l23, a2, l01)));
+  // e^l = 2^n e^r, n = round(l / ln 2) by the 1.5 * 2^23 trick, r = l - n ln 2 in two parts.
+  const V kRound = hn::Set(d, 12582912.0f);
+  const V shifted = hn::MulAdd(l, hn::Set(d, 1.44269504088896341f), kRound);
+  const V n = hn::Sub(shifted, kRound);
+  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), l);
+  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
+  V p = hn::Set(d, 0.0013843595515936613f);
+  p = hn::MulAdd(p, r, hn::Set(d, 0.008374142460525036f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.04166800156235695f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.16666431725025177f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.4999999403953552f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  const auto scale = hn::ShiftLeft<23>(hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, kRound)));
+  const V tail = hn::IfThenElseZero(hn::Lt(hn::Abs(x), hn::Set(d, 5.5f)), hn::BitCast(d, hn::Add(hn::BitCast(di, p), scale)));
+  return hn::Mul(x, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), tail, hn::Sub(hn::Set(d, 1.0f), tail)));
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace opfuse::hwy_cpu
 HWY_AFTER_NAMESPACE();
