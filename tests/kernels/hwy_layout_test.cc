@@ -112,7 +112,13 @@ TEST(HwyLayout, Resize) {
            {"linear", "half_pixel", "round_prefer_floor", {1, 3, 5, 7}, {1, 1, 2, 2}, {}},
            {"linear", "align_corners", "round_prefer_floor", {2, 3, 4, 9}, {}, {2, 3, 7, 5}},
            {"linear", "pytorch_half_pixel", "round_prefer_floor", {1, 4, 8, 8}, {}, {1, 4, 3, 1}},
-           {"linear", "asymmetric", "round_prefer_floor", {1, 64, 40, 40}, {1, 1, 2, 2}, {}}}) {
+           {"linear", "asymmetric", "round_prefer_floor", {1, 64, 40, 40}, {1, 1, 2, 2}, {}},
+           // NCHW linear upsampling blends each source row horizontally once for the output rows
+           // reading it (kept per plane), downscaling vertically first; both wider than a vector.
+           {"linear", "pytorch_half_pixel", "round_prefer_floor", {2, 3, 9, 11}, {}, {2, 3, 40, 45}},
+           {"linear", "pytorch_half_pixel", "round_prefer_floor", {2, 3, 2, 11}, {}, {2, 3, 9, 45}},
+           {"linear", "half_pixel", "round_prefer_floor", {1, 3, 37, 50}, {}, {1, 3, 11, 21}},
+           {"linear", "align_corners", "round_prefer_floor", {1, 2, 5, 40}, {}, {1, 2, 17, 13}}}) {
     SCOPED_TRACE(str_cat(t.mode, " ", t.coord, " ", dims_to_string(t.x)));
     std::vector<In> ins = {In{t.x}};
     if (!t.scales.empty()) {
