@@ -27,7 +27,8 @@
 //    elementwise and broadcast ops (operands blocked alike, per-channel constants re-laid out,
 //    one-element constants as they are, plain per-channel values through a ToBlocked), Concat
 //    on channels (every input but the last a whole number of blocks), Resize (nearest or
-//    linear, constant scales or sizes, which get a trailing 1), opfuse::ChannelGather (whole
+//    linear, constant scales or sizes, which get a trailing 1; not an upsampling that is only
+//    a graph output: it reads its small input plain instead), opfuse::ChannelGather (whole
 //    channels in any order: passes/channel_gather.cc).
 //  - Each rewritten node's original output becomes FromBlocked(blocked output) under the same
 //    name, so graph outputs and plain consumers (Reshape, Flatten, Gemm, Softmax ...) read the
@@ -427,6 +428,14 @@ class LayoutPass {
     const BlockedValue* xb = blocked(node.input(0));
     const auto y = dims4(node.output(0));
     if (xb == nullptr || !y) return std::optional<Plan>();
+    // An upsampling whose result only leaves the graph stays plain: the reorder back to plain
+    // then moves its small input instead of its large output. DeepLabV3's final 21 x 65 x 65 ->
+    // 520 x 520 on a Zen 3 (AVX2): 2.1 ms blocked + 4.1 ms reorder, against 2.9 ms plain.
+    const auto x = dims4(node.input(0));
+    if (x && (*y)[2] * (*y)[3] > (*x)[2] * (*x)[3] && node.output(0)->is_graph_output() &&
+        node.output(0)->uses().empty()) {
+      return std::optional<Plan>();
+    }
     const AttrReader attrs(node);
     const std::string mode = attrs.get_string("mode");
     if ((mode != "nearest" && mode != "linear") ||
