@@ -382,7 +382,8 @@ TEST(ConstantIf, TakenBranchesAreInlinedNestedIncluded) {
 }
 
 // y = If(c) { If(c2) { Relu(x) } else { x * w } } else { Neg(x) }, c and c2 inputs: the Ifs stay,
-// each reads outer values (x from two levels up, w from the main graph's initializers).
+// each reads outer values (x from two levels up, w from the main graph's initializers). x is
+// passed in; the constant w is held by each branch reading it, so it is a constant there too.
 TEST(ConstantIf, IfsOnRunTimeConditionsImportWithTheirOuterScopeReads) {
   onnx::ModelProto m = model(13, {2});
   testing_onnx::add_value_info(m.mutable_graph()->mutable_input(), "c", {}, onnx::TensorProto::BOOL);
@@ -404,8 +405,17 @@ TEST(ConstantIf, IfsOnRunTimeConditionsImportWithTheirOuterScopeReads) {
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   const Node* gate = g->find_node("gate");
   ASSERT_NE(gate, nullptr);
-  // Its inputs: the condition, then the outer values its branches read (c2, x, w).
-  EXPECT_EQ(gate->inputs().size(), 4u);
+  // Its inputs: the condition, then the outer values its branches read (c2, x), not w.
+  EXPECT_EQ(gate->inputs().size(), 3u);
+  const auto& then_graph = std::get<GraphAttr>(gate->attrs.at("then_branch"));
+  const Node* inner_if = then_graph->find_node("inner");
+  ASSERT_NE(inner_if, nullptr);
+  EXPECT_EQ(inner_if->inputs().size(), 2u);  // c2, x
+  const auto& else_graph = std::get<GraphAttr>(inner_if->attrs.at("else_branch"));
+  ASSERT_EQ(else_graph->nodes().size(), 1u);
+  const Tensor* w = else_graph->nodes()[0]->input(1)->constant();
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->data<float>()[0], 3.0f);
   const Tensor x = input({2});
   for (bool c : {true, false}) {
     for (bool c2 : {true, false}) {

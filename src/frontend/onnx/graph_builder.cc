@@ -38,19 +38,26 @@ class GraphBuilder {
  private:
   // A subgraph of a node of `parent`: its own names, the model's opsets, and `captures` (the
   // outer-scope names it reads) as trailing inputs typed like the parent's values.
-  Result<Graph> build_subgraph(const GraphBuilder& parent, const std::vector<std::string>& captures) {
+  // `captures`: the outer values the body reads that become its trailing inputs; `constants`:
+  // the outer constants it reads, which it holds itself.
+  Result<Graph> build_subgraph(const GraphBuilder& parent, const std::vector<std::string>& captures,
+                               const std::vector<std::string>& constants) {
     model_opsets_ = parent.model_opsets_;
-    std::vector<std::pair<std::string, const Value*>> outer;
+    std::vector<std::pair<std::string, const Value*>> outer, outer_constants;
     for (const std::string& name : captures) outer.emplace_back(name, parent.values_.at(name));
-    return build_body(outer);
+    for (const std::string& name : constants) outer_constants.emplace_back(name, parent.values_.at(name));
+    return build_body(outer, outer_constants);
   }
 
-  // `captures`: the ONNX name each captured outer value is read by, and that value.
-  Result<Graph> build_body(const std::vector<std::pair<std::string, const Value*>>& captures) {
+  // `captures`: the ONNX name each captured outer value is read by, and that value; `constants`
+  // likewise for outer constants (copies share the storage).
+  Result<Graph> build_body(const std::vector<std::pair<std::string, const Value*>>& captures,
+                           const std::vector<std::pair<std::string, const Value*>>& constants = {}) {
     if (!proto_.name().empty()) graph_.name = proto_.name();
     reserve_names();
     OPFUSE_TRY(read_initializers());
     OPFUSE_TRY(read_inputs());
+    for (const auto& [name, outer] : constants) OPFUSE_TRY(define(name, graph_.add_constant(name, *outer->constant())));
     for (const auto& [name, outer] : captures) {
       Value* v = graph_.add_input(name, outer->dtype, outer->shape.value_or(Shape{}));
       v->shape = outer->shape;
@@ -289,11 +296,17 @@ class GraphBuilder {
     draft.name = node_name(index);
     OPFUSE_ASSIGN_OR_RETURN(draft.opset, node_opset(index));
     // Subgraphs read outer-scope values by name; each such value becomes a trailing input of the
-    // node and of every subgraph (Graph::captured_inputs), in the same order.
-    const std::vector<std::string> captures = outer_scope_reads(n);
+    // node and of every subgraph (Graph::captured_inputs), in the same order. Outer constants
+    // (initializers, Constant nodes) are not passed but held by each subgraph, so that folds,
+    // constant-only rewrites (Reduce*-18's axes) and weight pre-packing see them inside a branch
+    // or body as outside: exporters keep the weights of both If branches in the outer graph.
+    std::vector<std::string> captures, constants;
+    for (std::string& name : outer_scope_reads(n)) {
+      (values_.at(name)->is_constant() ? constants : captures).push_back(std::move(name));
+    }
     for (const auto& a : n.attribute()) {
       if (a.has_g()) {
-        OPFUSE_ASSIGN_OR_RETURN(draft.attrs[a.name()], read_subgraph(a.g(), captures));
+        OPFUSE_ASSIGN_OR_RETURN(draft.attrs[a.name()], read_subgraph(a.g(), captures, constants));
         continue;
       }
       if (a.graphs_size() > 0) {
@@ -320,10 +333,11 @@ class GraphBuilder {
     return add_canonical_node(std::move(draft), ctx);
   }
 
-  Result<AttrValue> read_subgraph(const onnx::GraphProto& body, const std::vector<std::string>& captures) {
+  Result<AttrValue> read_subgraph(const onnx::GraphProto& body, const std::vector<std::string>& captures,
+                                  const std::vector<std::string>& constants) {
     GraphBuilder sub(body, base_dir_, options_, budget_);
     sub.is_subgraph_ = true;
-    OPFUSE_ASSIGN_OR_RETURN(Graph graph, sub.build_subgraph(*this, captures));
+    OPFUSE_ASSIGN_OR_RETURN(Graph graph, sub.build_subgraph(*this, captures, constants));
     return AttrValue(GraphAttr(std::make_shared<Graph>(std::move(graph))));
   }
 
