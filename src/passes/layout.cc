@@ -28,8 +28,8 @@
 //    one-element constants as they are, plain per-channel values through a ToBlocked), Concat
 //    on channels (every input but the last a whole number of blocks), Resize (nearest or
 //    linear, constant scales or sizes, which get a trailing 1; not an upsampling that is only
-//    a graph output: it reads its small input plain instead), opfuse::ChannelGather (whole
-//    channels in any order: passes/channel_gather.cc).
+//    a graph output or has at most 4 channels: it reads its small input plain instead),
+//    opfuse::ChannelGather (whole channels in any order: passes/channel_gather.cc).
 //  - Each rewritten node's original output becomes FromBlocked(blocked output) under the same
 //    name, so graph outputs and plain consumers (Reshape, Flatten, Gemm, Softmax ...) read the
 //    plain layout; DCE drops the FromBlocked nodes nobody reads.
@@ -428,12 +428,15 @@ class LayoutPass {
     const BlockedValue* xb = blocked(node.input(0));
     const auto y = dims4(node.output(0));
     if (xb == nullptr || !y) return std::optional<Plan>();
-    // An upsampling whose result only leaves the graph stays plain: the reorder back to plain
-    // then moves its small input instead of its large output. DeepLabV3's final 21 x 65 x 65 ->
-    // 520 x 520 on a Zen 3 (AVX2): 2.1 ms blocked + 4.1 ms reorder, against 2.9 ms plain.
+    // An upsampling stays plain, reading its small input through a reorder instead of
+    // reordering its large output, when its result only leaves the graph, or when it has so few
+    // channels that blocked it would be mostly padding (a conv reads those plain anyway).
+    // DeepLabV3's final 21 x 65 x 65 -> 520 x 520 on a Zen 3 (AVX2): 2.1 ms blocked + 4.1 ms
+    // reorder, against 2.9 ms plain; IS-Net's one-channel side outputs, upsampled to 1024 x 1024
+    // in 8-channel blocks, took 1.5 ms + 8.7 ms each.
     const auto x = dims4(node.input(0));
-    if (x && (*y)[2] * (*y)[3] > (*x)[2] * (*x)[3] && node.output(0)->is_graph_output() &&
-        node.output(0)->uses().empty()) {
+    const bool only_returned = node.output(0)->is_graph_output() && node.output(0)->uses().empty();
+    if (x && (*y)[2] * (*y)[3] > (*x)[2] * (*x)[3] && (only_returned || (*y)[1] <= kPlainInputChannels)) {
       return std::optional<Plan>();
     }
     const AttrReader attrs(node);
