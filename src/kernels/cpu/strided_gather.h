@@ -40,6 +40,13 @@ void gather_strided(const std::vector<int64_t>& dims, const std::vector<int64_t>
       } else {
         for (int64_t i = 0; i < run; ++i) dst[i] = contiguous[offset + i];
       }
+    } else if (contiguous != nullptr && (stride >= 16 || stride <= -16)) {
+      // Each element on its own cache line, the next of which is read some rows later (a
+      // transposed read): the hardware prefetcher does not follow such strides, so fetch it now.
+      for (int64_t i = 0; i < run; ++i) {
+        __builtin_prefetch(contiguous + offset + i * stride + 16);
+        dst[i] = contiguous[offset + i * stride];
+      }
     } else {
       for (int64_t i = 0; i < run; ++i) dst[i] = at(offset + i * stride);
     }
