@@ -276,29 +276,37 @@ TEST(PackedGemm, SelectedExactlyWhereItWinsOnTheTarget) {
 
 // The blocks are a function of the target's caches: a panel's K block an eighth of L2, M cut
 // only when A's block would pass half the thread's share of L3 (so B streams from memory once
-// per M block), K cut into equal blocks of whole `k_multiple`s.
+// per M block), K cut into equal blocks of whole `k_multiple`s; but when a thread's panels fit in
+// half of L2 (a 1x1 conv's weights), M is cut so that A's block fills a quarter of L2.
 TEST(PackedGemm, BlocksFollowTheTargetsCaches) {
   Target zen3;
   zen3.cores = 2;
   zen3.l1d_bytes = 32 << 10;
   zen3.l2_bytes = 512 << 10;
   zen3.l3_bytes = 32 << 20;
-  GemmBlocks b = gemm_blocks(zen3, 768, 16, 6, 4, 1);  // BERT-base's 768-deep products: one block
+  GemmBlocks b = gemm_blocks(zen3, 768, 48, 16, 6, 4, 1);  // BERT-base's 768 x 768 products: one block
   EXPECT_EQ(b.kc, 768);
   EXPECT_GE(b.mc, 128);
-  b = gemm_blocks(zen3, 3072, 16, 6, 4, 1);  // its 3072-deep one: three of 1024
+  b = gemm_blocks(zen3, 3072, 48, 16, 6, 4, 1);  // its 3072-deep one: three of 1024
   EXPECT_EQ(b.kc, 1024);
   EXPECT_EQ(b.mc, 2046);  // 8 MiB of A rows, a multiple of 6
-  b = gemm_blocks(zen3, 3000, 16, 6, 2, 2);  // int16 pairs: two blocks of 1500
+  b = gemm_blocks(zen3, 3000, 48, 16, 6, 2, 2);  // int16 pairs: two blocks of 1500
   EXPECT_EQ(b.kc, 1500);
   Target small = zen3;
   small.l3_bytes = 2 << 20;  // 1 MiB per core: A's block of 1024-deep rows holds 126 of them
-  b = gemm_blocks(small, 3072, 16, 6, 4, 1);
+  b = gemm_blocks(small, 3072, 48, 16, 6, 4, 1);
   EXPECT_EQ(b.mc, 126);
   Target unknown;  // no cache sizes: 512 KiB of L2 and 2 MiB of L3 assumed
-  b = gemm_blocks(unknown, 3072, 16, 6, 4, 1);
+  b = gemm_blocks(unknown, 3072, 48, 16, 6, 4, 1);
   EXPECT_EQ(b.kc, 1024);
   EXPECT_EQ(b.mc, 252);
+  // A 1x1 conv 256 -> 512: 32 panels, 16 a thread of 256 x 16 floats, 256 KiB: A's block of
+  // 256-deep rows fills 128 KiB, 126 of them; with 33 panels (17 a thread) B no longer fits.
+  b = gemm_blocks(zen3, 256, 32, 16, 6, 4, 8);
+  EXPECT_EQ(b.kc, 256);
+  EXPECT_EQ(b.mc, 126);
+  b = gemm_blocks(zen3, 256, 33, 16, 6, 4, 8);
+  EXPECT_EQ(b.mc, 8190);
 }
 
 }  // namespace

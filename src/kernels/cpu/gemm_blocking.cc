@@ -5,7 +5,7 @@
 
 namespace opfuse {
 
-GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panel_width, int64_t tile_rows,
+GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panels, int64_t panel_width, int64_t tile_rows,
                        int64_t element_bytes, int64_t k_multiple) {
   const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
   const int64_t l3 = target.l3_bytes > 0 ? target.l3_bytes : 4 * l2;
@@ -14,7 +14,10 @@ GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panel_width, int
   const int64_t k_blocks = (k + kc_max - 1) / kc_max;
   GemmBlocks b;
   b.kc = ((k + k_blocks - 1) / k_blocks + k_multiple - 1) / k_multiple * k_multiple;
-  b.mc = std::max(tile_rows, l3_share / 2 / (b.kc * element_bytes) / tile_rows * tile_rows);
+  const int64_t row_bytes = b.kc * element_bytes;
+  const int64_t thread_panels = (panels + std::max(1, target.cores) - 1) / std::max(1, target.cores);
+  const bool weights_in_l2 = thread_panels * panel_width * row_bytes <= l2 / 2;
+  b.mc = std::max(tile_rows, (weights_in_l2 ? l2 / 4 : l3_share / 2) / row_bytes / tile_rows * tile_rows);
   return b;
 }
 

@@ -355,7 +355,7 @@ class IntegerGemmKernel final : public Kernel {
  private:
   // gemm_blocking.h's blocks of int16, whole pairs of k.
   void choose_blocks(const Target& target) {
-    const GemmBlocks b = gemm_blocks(target, k_even_, nr_, mr_, sizeof(int16_t), 2);
+    const GemmBlocks b = gemm_blocks(target, k_even_, panels_, nr_, mr_, sizeof(int16_t), 2);
     kc_ = b.kc;
     mc_ = b.mc;
   }

@@ -277,7 +277,7 @@ class PackedGemmKernel final : public Kernel {
  private:
   // gemm_blocking.h's blocks of floats; blocked A's start on a channel group.
   void choose_blocks(const Target& target) {
-    const GemmBlocks b = gemm_blocks(target, k_, nr_, mr_, sizeof(float), blocked_ ? lanes_ : 1);
+    const GemmBlocks b = gemm_blocks(target, k_, panels_, nr_, mr_, sizeof(float), blocked_ ? lanes_ : 1);
     kc_ = b.kc;
     mc_ = b.mc;
   }
