@@ -103,7 +103,9 @@ TEST(PackedGemm, GemmAttributesAndBiasShapesMatchTheReference) {
 TEST(PackedGemm, EpiloguesBiasAndResidualMatchTheReference) {
   const std::vector<std::vector<std::string>> epilogues = {
       {}, {"relu"}, {"gelu_erf"}, {"add"}, {"add", "relu"}, {"hardswish", "add"}, {"sigmoid_mul"},
-      {"clip:0:6", "linear:0.5:1"}, {"gelu_tanh"}, {"tanh"}, {"leaky_relu:0.1"}, {"elu:1"}, {"sigmoid"}};
+      {"clip:0:6", "linear:0.5:1"}, {"gelu_tanh"}, {"tanh"}, {"leaky_relu:0.1"}, {"elu:1"}, {"sigmoid"},
+      // No hand-written form: the expression program over the tile, with and without the residual.
+      {"celu:0.5"}, {"add", "celu:0.5"}};
   std::mt19937 gen(14);
   for (const auto& epilogue : epilogues) {
     const bool residual = std::find(epilogue.begin(), epilogue.end(), "add") != epilogue.end();

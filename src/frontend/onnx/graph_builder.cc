@@ -36,10 +36,9 @@ class GraphBuilder {
   }
 
  private:
-  // A subgraph of a node of `parent`: its own names, the model's opsets, and `captures` (the
-  // outer-scope names it reads) as trailing inputs typed like the parent's values.
-  // `captures`: the outer values the body reads that become its trailing inputs; `constants`:
-  // the outer constants it reads, which it holds itself.
+  // A subgraph of a node of `parent`: its own names, the model's opsets, `captures` (the
+  // outer-scope names it reads) as trailing inputs typed like the parent's values, and
+  // `constants` (the outer constants it reads) as constants of its own.
   Result<Graph> build_subgraph(const GraphBuilder& parent, const std::vector<std::string>& captures,
                                const std::vector<std::string>& constants) {
     model_opsets_ = parent.model_opsets_;
