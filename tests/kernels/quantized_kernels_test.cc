@@ -23,6 +23,7 @@ TEST(ConvertKernels, CastBetweenFloatAndSmallIntegersIsExact) {
     check_against_reference(*make_case("Cast", {In{{n}, DType::kU8, {}, 0, 255}}, to(1)), "hwy.cast", 0, 0);
     check_against_reference(*make_case("Cast", {In{{n}, DType::kI8, {}, -128, 127}}, to(1)), "hwy.cast", 0, 0);
     check_against_reference(*make_case("Cast", {In{{n}, DType::kI32, {}, -3e9 / 2, 3e9 / 2}}, to(1)), "hwy.cast", 0, 0);
+    check_against_reference(*make_case("Cast", {In{{n}, DType::kBool}}, to(1)), "hwy.cast", 0, 0);
     check_against_reference(*make_case("Cast", {In{{n}}}, to(1)), "hwy.cast", 0, 0);  // f32 -> f32: a copy
   }
   // f32 <-> f16 with the values that are easy to get wrong: NaN, +-Inf, overflow to Inf above

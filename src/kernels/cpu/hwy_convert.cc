@@ -1,8 +1,9 @@
 // Dtype conversions: Cast between the float and small integer types quantized and float16
-// models use, and DynamicQuantizeLinear (f32 -> u8 with a scale and zero point computed from the
-// data). Both are opaque to region fusion (its scalar expressions have one compute type), so
-// without these they ran on reference kernels that convert element by element through double:
-// 14 ms per Cast and 23 ms per DynamicQuantizeLinear of a 1M-element activation.
+// models use (and bool to float, a mask's), and DynamicQuantizeLinear (f32 -> u8 with a scale
+// and zero point computed from the data). Both are opaque to region fusion (its scalar
+// expressions have one compute type), so without these they ran on reference kernels that
+// convert element by element through double: 14 ms per Cast and 23 ms per DynamicQuantizeLinear
+// of a 1M-element activation.
 //
 // Results equal the reference kernels' bit for bit: conversions to float round to nearest even as
 // a C++ cast does, float16 demotion rounds to nearest even with NaN and Inf kept, and the
@@ -63,6 +64,19 @@ void IntToF32(const T* src, float* dst, size_t n) {
       [](T x) { return static_cast<float>(x); });
 }
 void U8ToF32(const uint8_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
+// bool (one byte each) to 0 or 1: any nonzero byte is true, as the reference reads a bool. A
+// mask's Equal -> Cast (M-LSD's local-maximum tail) ran the reference kernel: 112 us for 64K.
+void BoolToF32(const uint8_t* src, float* dst, size_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  ConvertLoop(
+      src, dst, n,
+      [&](const uint8_t* s, float* d) HWY_ATTR {
+        hn::StoreU(hn::ConvertTo(df, hn::Min(hn::PromoteTo(di, hn::LoadU(du8, s)), hn::Set(di, 1))), df, d);
+      },
+      [](uint8_t x) { return x != 0 ? 1.0f : 0.0f; });
+}
 void I8ToF32(const int8_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
 void I32ToF32(const int32_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
 
@@ -185,6 +199,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace opfuse::hwy_cpu {
 HWY_EXPORT(U8ToF32);
+HWY_EXPORT(BoolToF32);
 HWY_EXPORT(I8ToF32);
 HWY_EXPORT(I32ToF32);
 HWY_EXPORT(F16ToF32);
@@ -223,6 +238,7 @@ void erase(const void* src, void* dst, size_t n) {
 }
 
 void u8_to_f32(const uint8_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(U8ToF32)(s, d, n); }
+void bool_to_f32(const uint8_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(BoolToF32)(s, d, n); }
 void i8_to_f32(const int8_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(I8ToF32)(s, d, n); }
 void i32_to_f32(const int32_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(I32ToF32)(s, d, n); }
 void f16_to_f32(const uint16_t* s, float* d, size_t n) { HWY_DYNAMIC_DISPATCH(F16ToF32)(s, d, n); }
@@ -232,6 +248,7 @@ void f32_to_i8(const float* s, int8_t* d, size_t n) { HWY_DYNAMIC_DISPATCH(F32To
 
 const CastPath kCastPaths[] = {
     {DType::kU8, DType::kF32, erase<uint8_t, float, u8_to_f32>},
+    {DType::kBool, DType::kF32, erase<uint8_t, float, bool_to_f32>},
     {DType::kI8, DType::kF32, erase<int8_t, float, i8_to_f32>},
     {DType::kI32, DType::kF32, erase<int32_t, float, i32_to_f32>},
     {DType::kF16, DType::kF32, erase<uint16_t, float, f16_to_f32>},
