@@ -13,6 +13,7 @@ std::vector<Pattern> anchor_affine_patterns();  // anchor_affine.cc: bias, per-c
 std::vector<Pattern> focus_patterns();      // focus.cc: YOLO Focus (space-to-depth) into the Conv
 std::vector<Pattern> attention_patterns();  // attention.cc: MatMul-scale-mask-Softmax-MatMul -> FusedAttention
 std::vector<Pattern> input_scale_patterns();  // input_scale.cc: per-channel Mul (SE) into the next conv
+std::vector<Pattern> layer_norm_patterns();  // layer_norm.cc: decomposed LayerNorm -> LayerNormalization
 std::vector<Pattern> skip_layer_norm_patterns();  // skip_layer_norm.cc: Add + LayerNormalization
 std::vector<Pattern> lstm_cell_patterns();  // lstm_cell.cc: an unrolled LSTM step -> LSTM
 

@@ -9,7 +9,7 @@ const std::vector<Pattern>& all_patterns() {
   static const std::vector<Pattern> patterns = [] {
     std::vector<Pattern> all;
     for (auto family : {gelu_patterns, focus_patterns, anchor_affine_patterns, epilogue_patterns,
-                        attention_patterns, input_scale_patterns, skip_layer_norm_patterns,
+                        attention_patterns, input_scale_patterns, layer_norm_patterns, skip_layer_norm_patterns,
                         lstm_cell_patterns}) {
       for (Pattern& p : family()) all.push_back(std::move(p));
     }

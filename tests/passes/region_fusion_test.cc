@@ -76,8 +76,21 @@ const char* kLayerNorm = R"(graph @main opset 13 (%x: f32[2,5,48], %r: f32[2,5,4
   return %y
 })";
 
-TEST(RegionFusionTest, LayerNormDecompositionWithResidualIsOneKernel) {
+// With the layer_norm pattern on (the default) the decomposition becomes one LayerNormalization
+// and the residual Add joins it: one dedicated kernel, faster than the generated region.
+TEST(RegionFusionTest, LayerNormDecompositionWithResidualIsOneSkipLayerNorm) {
   Compiled c = compile_and_compare(kLayerNorm);
+  ASSERT_TRUE(c.plan);
+  EXPECT_EQ(c.plan->kernels_per_run(), 1u) << explain(c);
+  EXPECT_EQ(count_op(c.plan->graph(), "SkipLayerNormalization"), 1);
+  EXPECT_LE(c.diff, 1e-4);
+}
+
+// Region fusion alone (the pattern switched off) still makes it one generated kernel.
+TEST(RegionFusionTest, LayerNormDecompositionWithResidualIsOneKernel) {
+  FusionConfig no_pattern;
+  no_pattern.disabled_rules = {"layer_norm"};
+  Compiled c = compile_and_compare(kLayerNorm, no_pattern);
   ASSERT_TRUE(c.plan);
   EXPECT_EQ(c.plan->kernels_per_run(), 1u) << explain(c);
   EXPECT_EQ(count_op(c.plan->graph(), "FusedRegion"), 1);
