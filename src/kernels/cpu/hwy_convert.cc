@@ -47,7 +47,8 @@ HWY_INLINE void ConvertLoop(const S* src, D* dst, size_t n, VectorStep vector_st
 }
 
 // Integers (u8, i8, i32) to f32: exact for the small types, nearest even for large i32.
-template <typename T>
+// kBool: bytes of bools, any nonzero one 1, as the reference reads a bool.
+template <typename T, bool kBool = false>
 void IntToF32(const T* src, float* dst, size_t n) {
   const hn::ScalableTag<float> df;
   const hn::Rebind<T, decltype(df)> dt;
@@ -58,25 +59,16 @@ void IntToF32(const T* src, float* dst, size_t n) {
         if constexpr (std::is_same_v<T, int32_t>) {
           hn::StoreU(hn::ConvertTo(df, hn::LoadU(di, s)), df, d);
         } else {
-          hn::StoreU(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(dt, s))), df, d);
+          auto wide = hn::PromoteTo(di, hn::LoadU(dt, s));
+          if constexpr (kBool) wide = hn::Min(wide, hn::Set(di, 1));
+          hn::StoreU(hn::ConvertTo(df, wide), df, d);
         }
       },
-      [](T x) { return static_cast<float>(x); });
+      [](T x) { return kBool ? (x != 0 ? 1.0f : 0.0f) : static_cast<float>(x); });
 }
 void U8ToF32(const uint8_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
-// bool (one byte each) to 0 or 1: any nonzero byte is true, as the reference reads a bool. A
-// mask's Equal -> Cast (M-LSD's local-maximum tail) ran the reference kernel: 112 us for 64K.
-void BoolToF32(const uint8_t* src, float* dst, size_t n) {
-  const hn::ScalableTag<float> df;
-  const hn::Rebind<uint8_t, decltype(df)> du8;
-  const hn::Rebind<int32_t, decltype(df)> di;
-  ConvertLoop(
-      src, dst, n,
-      [&](const uint8_t* s, float* d) HWY_ATTR {
-        hn::StoreU(hn::ConvertTo(df, hn::Min(hn::PromoteTo(di, hn::LoadU(du8, s)), hn::Set(di, 1))), df, d);
-      },
-      [](uint8_t x) { return x != 0 ? 1.0f : 0.0f; });
-}
+// A mask's Equal -> Cast (M-LSD's local-maximum tail) ran the reference kernel: 112 us for 64K.
+void BoolToF32(const uint8_t* src, float* dst, size_t n) { IntToF32<uint8_t, true>(src, dst, n); }
 void I8ToF32(const int8_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
 void I32ToF32(const int32_t* src, float* dst, size_t n) { IntToF32(src, dst, n); }
 
