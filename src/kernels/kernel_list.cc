@@ -13,6 +13,7 @@
 #include "kernels/cpu/packed_gemm_kernel.h"
 #include "kernels/cpu/quantized_conv_kernel.h"
 #include "kernels/cpu/rnn_kernel.h"
+#include "kernels/cpu/winograd_conv_kernel.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/cpu/onednn_tap_regions.h"
 #include "kernels/kernel.h"
@@ -94,8 +95,10 @@ const std::vector<KernelImpl>& all_kernels() {
         // Blocked activation layouts (O3; kernels/cpu/onednn_blocked.cc).
         // Padded dilated convs that read padding for much of their work: regions of in-range taps.
         onednn::onednn_tap_regions_kernel(),
-        // Spatial convs on the vector's block (kernels/cpu/direct_conv_kernel.cc), depthwise ones
+        // 3x3 convs of stride 1 by Winograd's F(2x2, 3x3) (kernels/cpu/winograd_conv_kernel.cc);
+        // spatial convs on the vector's block (kernels/cpu/direct_conv_kernel.cc), depthwise ones
         // (kernels/cpu/depthwise_conv_kernel.cc).
+        winograd_conv_kernel(),
         direct_conv_kernel(),
         depthwise_conv_kernel(),
         onednn::onednn_blocked_conv_kernel(),

@@ -43,26 +43,6 @@
 #include "ops/fused.h"
 #include "ops/op_def.h"
 
-namespace opfuse::hwy_cpu {
-// One run over an output row: every tile of the row times one panel of output blocks, over a
-// run of input blocks.
-struct ConvRow {
-  const float* x;             // the input pixel 0 of the row reads at tap 0, first input block of the run
-  size_t pixel_stride;        // floats between consecutive output pixels' inputs (b x the stride)
-  const size_t* taps;         // each tap's offset from an output pixel's input, in floats
-  size_t num_taps;
-  size_t groups;              // input blocks in the run
-  size_t group_stride;        // floats between them
-  const float* w;             // the panel's packed weights for the run: [groups][taps][b][blocks x b]
-  size_t blocks;              // output blocks in the panel
-  float* y;                   // pixel 0 of the row in the panel's first output block
-  size_t y_group;             // floats between the panel's output blocks
-  bool accumulate;            // start from Y (the earlier runs) instead of zero
-  const float* bias;          // blocks x b floats, on the last run only (else null)
-  const int64_t* tiles;       // (first pixel, width) of each tile of the row
-  size_t num_tiles;
-};
-}  // namespace opfuse::hwy_cpu
 #endif
 
 #undef HWY_TARGET_INCLUDE
@@ -162,6 +142,9 @@ namespace hwy_cpu {
 HWY_EXPORT(ConvBlock);
 HWY_EXPORT(ConvTilePixels);
 HWY_EXPORT(ConvRowRun);
+
+void conv_row_run(const ConvRow& row) { HWY_DYNAMIC_DISPATCH(ConvRowRun)(row); }
+size_t conv_tile_pixels(size_t blocks) { return HWY_DYNAMIC_DISPATCH(ConvTilePixels)(blocks); }
 }  // namespace hwy_cpu
 
 namespace {
@@ -233,12 +216,12 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   return p;
 }
 
-class DirectConvKernel final : public Kernel {
+class DirectConvKernel final : public Kernel, public DirectConvRows {
  public:
   explicit DirectConvKernel(const Plan& p) : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.operands.epilogue)) {
     const int64_t b = p_.lanes, out_blocks = ceil_div(p_.m, b);
     blocks_ = out_blocks % 4 == 0 ? 4 : 2;
-    mr_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::ConvTilePixels)(static_cast<size_t>(blocks_)));
+    mr_ = static_cast<int64_t>(hwy_cpu::conv_tile_pixels(static_cast<size_t>(blocks_)));
     groups_ = ceil_div(p_.c, b);
     panels_ = out_blocks / blocks_;
     padded_ = p_.pt > 0 || p_.pl > 0 || p_.pb > 0 || p_.pr > 0;
@@ -287,10 +270,9 @@ class DirectConvKernel final : public Kernel {
     // run on several sessions' threads at once).
     thread_local hwy::AlignedFreeUniquePtr<float[]> padded;
     thread_local size_t capacity = 0;
-    const size_t padded_floats = static_cast<size_t>(groups_ * hp_ * wp_ * b);
-    if (padded_ && capacity < padded_floats) {
-      padded = hwy::AllocateAligned<float>(padded_floats);
-      capacity = padded_floats;
+    if (padded_ && capacity < padded_floats()) {
+      padded = hwy::AllocateAligned<float>(padded_floats());
+      capacity = padded_floats();
     }
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
@@ -329,9 +311,12 @@ class DirectConvKernel final : public Kernel {
     return Status::ok();
   }
 
- private:
+  bool padded() const override { return padded_; }
+  int64_t padded_rows() const override { return groups_ * hp_; }
+  size_t padded_floats() const override { return static_cast<size_t>(groups_ * hp_ * wp_ * p_.lanes); }
+
   // Row `row` (input block g, padded row iy) of the zero-bordered copy.
-  void copy_padded_row(const float* x, float* xp, int64_t row) const {
+  void copy_padded_row(const float* x, float* xp, int64_t row) const override {
     const int64_t b = p_.lanes, g = row / hp_, iy = row % hp_ - p_.pt;
     float* dst = xp + row * wp_ * b;
     if (iy < 0 || iy >= p_.h) {
@@ -342,6 +327,12 @@ class DirectConvKernel final : public Kernel {
     std::memcpy(dst + p_.pl * b, x + (g * p_.h + iy) * p_.w * b, static_cast<size_t>(p_.w * b) * sizeof(float));
     std::memset(dst + (p_.pl + p_.w) * b, 0, static_cast<size_t>(p_.pr * b) * sizeof(float));
   }
+
+  void run_rows(const float* src, float* y, const float* residual, int64_t oy0, int64_t oy1) const override {
+    for (int64_t panel = 0; panel < panels_; ++panel) run_band(src, y, residual, panel, oy0, oy1);
+  }
+
+ private:
 
   // Output rows [oy0, oy1) of one panel: for each run of input blocks, the tiles of every row
   // (the run's weights stay in L1 across the band), then the epilogue over each row of each output
@@ -371,7 +362,7 @@ class DirectConvKernel final : public Kernel {
       for (int64_t oy = oy0; oy < oy1; ++oy) {
         t.x = src + g0 * t.group_stride + oy * p_.sh * in_w * b;
         t.y = y_panel + oy * p_.ow * b;
-        HWY_DYNAMIC_DISPATCH(hwy_cpu::ConvRowRun)(t);
+        hwy_cpu::conv_row_run(t);
       }
     }
     if (epilogue_.empty()) return;
@@ -402,6 +393,12 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 }
 
 }  // namespace
+
+std::unique_ptr<DirectConvRows> direct_conv_rows(const KernelCompileContext& ctx) {
+  const auto p = plan_of(ctx);
+  if (!p) return nullptr;
+  return std::make_unique<DirectConvKernel>(*p);
+}
 
 // Measured on an AMD EPYC Zen 3 (AVX2, 2 threads), each conv alone between two 1x1 convs, median
 // us of alternating runs, oneDNN 2.6's jit:avx2 against this kernel: 3x3 64->64 on 56x56

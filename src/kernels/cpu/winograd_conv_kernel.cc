@@ -1,0 +1,383 @@
+// "cpu.winograd": F(2x2, 3x3) on the blocked layout (kernels/cpu/winograd_conv_kernel.h).
+//
+// With d a 4x4 patch of one input channel, g its 3x3 filter and Y the 2x2 outputs the patch
+// gives, Y = A^T [(G g G^T) . (B^T d B)] A, where . multiplies elementwise (Lavin and Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2015). Summed over the input channels, each of
+// the 16 elementwise positions (xi) is a product of the tiles' transformed inputs V[xi]
+// (tiles x C) by the transformed filters U[xi] (C x M), packed once at compile time.
+//
+// Layout: X and Y are [C/b, H, W, b] per image with b one vector. V[xi] is [C/b][tiles][b]: a
+// "row" of tiles whose pixels are one vector apart, so cpu.conv's register tile (direct_conv_kernel.h,
+// ConvRow) computes each product with one tap and pixel stride b; its output M[xi] is
+// [M/b][tiles][b]. The output transform then reads the 16 M vectors of a tile and writes its 2x2
+// pixels, bias added, and the epilogue runs over those rows while they are in L2.
+//
+// Work: a thread takes a chunk of tile rows of one image (dynamically: the host is shared), with
+// V and M of the chunk sized to half of L2, and does the three steps on it; the transformed
+// filters (16 x C x M floats) are read once per chunk. A chunk whose transformed inputs are not
+// all finite goes to cpu.conv's loop instead (see the header).
+#ifndef OPFUSE_KERNELS_CPU_WINOGRAD_CONV_KERNEL_DECLS_
+#define OPFUSE_KERNELS_CPU_WINOGRAD_CONV_KERNEL_DECLS_
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/blocked_conv_operands.h"
+#include "kernels/cpu/direct_conv_kernel.h"
+#include "kernels/cpu/direct_conv_split.h"
+#include "kernels/cpu/hwy_epilogue.h"
+#include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/target_caps.h"
+#include "ops/op_def.h"
+
+namespace opfuse::hwy_cpu {
+// The input transform of a chunk of tile rows: V = B^T d B for every tile and input block.
+struct WinogradInput {
+  const float* x;        // the (padded) image at the chunk's first input row, input block 0
+  size_t row;            // floats per image row (width x b)
+  size_t group;          // floats per input block of the image
+  size_t groups;         // input blocks
+  size_t tile_rows;      // tile rows in the chunk
+  size_t row_tiles;      // tiles per tile row (output width / 2)
+  float* v;              // [16][groups][tiles][b]
+};
+
+// The output transform: Y = A^T M A + bias for every tile and output block.
+struct WinogradOutput {
+  const float* m;        // [16][blocks][tiles][b]
+  size_t blocks;         // output blocks
+  size_t tile_rows, row_tiles;
+  const float* bias;     // blocks x b floats
+  float* y;              // the output image at the chunk's first row, output block 0
+  size_t row;            // floats per output row
+  size_t group;          // floats per output block of the image
+};
+}  // namespace opfuse::hwy_cpu
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/winograd_conv_kernel.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace opfuse::hwy_cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// B^T's rows applied to four values of a column or row of the patch.
+HWY_INLINE void InputRows(VF d0, VF d1, VF d2, VF d3, VF out[4]) {
+  out[0] = hn::Sub(d0, d2);
+  out[1] = hn::Add(d1, d2);
+  out[2] = hn::Sub(d2, d1);
+  out[3] = hn::Sub(d1, d3);
+}
+
+// False when a transformed value is not finite (then x * 0 is NaN and the sum of them too).
+bool WinogradInputTransform(const WinogradInput& t) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d), tiles = t.tile_rows * t.row_tiles, xi_floats = t.groups * tiles * lanes;
+  const VF zero = hn::Zero(d);
+  VF finite = zero;
+  for (size_t g = 0; g < t.groups; ++g) {
+    for (size_t r = 0; r < t.tile_rows; ++r) {
+      const float* HWY_RESTRICT p = t.x + g * t.group + 2 * r * t.row;
+      float* HWY_RESTRICT v = t.v + (g * tiles + r * t.row_tiles) * lanes;
+      for (size_t tx = 0; tx < t.row_tiles; ++tx, p += 2 * lanes, v += lanes) {
+        VF cols[4][4];  // B^T d: cols[i][j]
+        for (size_t j = 0; j < 4; ++j) {
+          VF c[4];
+          InputRows(hn::LoadU(d, p + j * lanes), hn::LoadU(d, p + t.row + j * lanes),
+                    hn::LoadU(d, p + 2 * t.row + j * lanes), hn::LoadU(d, p + 3 * t.row + j * lanes), c);
+          for (size_t i = 0; i < 4; ++i) cols[i][j] = c[i];
+        }
+        for (size_t i = 0; i < 4; ++i) {
+          VF e[4];
+          InputRows(cols[i][0], cols[i][1], cols[i][2], cols[i][3], e);
+          for (size_t j = 0; j < 4; ++j) {
+            hn::Store(e[j], d, v + (4 * i + j) * xi_floats);
+            finite = hn::MulAdd(e[j], zero, finite);
+          }
+        }
+      }
+    }
+  }
+  return hn::AllTrue(d, hn::Eq(finite, zero));
+}
+
+// A^T's rows applied to four values: the sums giving output 0 and output 1.
+HWY_INLINE void OutputRows(VF m0, VF m1, VF m2, VF m3, VF& o0, VF& o1) {
+  o0 = hn::Add(hn::Add(m0, m1), m2);
+  o1 = hn::Sub(hn::Sub(m1, m2), m3);
+}
+
+void WinogradOutputTransform(const WinogradOutput& t) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d), tiles = t.tile_rows * t.row_tiles, xi_floats = t.blocks * tiles * lanes;
+  for (size_t k = 0; k < t.blocks; ++k) {
+    const VF bias = hn::LoadU(d, t.bias + k * lanes);
+    for (size_t r = 0; r < t.tile_rows; ++r) {
+      const float* HWY_RESTRICT m = t.m + (k * tiles + r * t.row_tiles) * lanes;
+      float* HWY_RESTRICT y = t.y + k * t.group + 2 * r * t.row;
+      for (size_t tx = 0; tx < t.row_tiles; ++tx, m += lanes, y += 2 * lanes) {
+        VF s[2][4];  // A^T M: s[i][j]
+        for (size_t j = 0; j < 4; ++j) {
+          OutputRows(hn::Load(d, m + j * xi_floats), hn::Load(d, m + (4 + j) * xi_floats),
+                     hn::Load(d, m + (8 + j) * xi_floats), hn::Load(d, m + (12 + j) * xi_floats), s[0][j], s[1][j]);
+        }
+        for (size_t i = 0; i < 2; ++i) {
+          VF o0, o1;
+          OutputRows(s[i][0], s[i][1], s[i][2], s[i][3], o0, o1);
+          hn::StoreU(hn::Add(o0, bias), d, y + i * t.row);
+          hn::StoreU(hn::Add(o1, bias), d, y + i * t.row + lanes);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace opfuse::hwy_cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace opfuse {
+namespace hwy_cpu {
+HWY_EXPORT(WinogradInputTransform);
+HWY_EXPORT(WinogradOutputTransform);
+}  // namespace hwy_cpu
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+constexpr int64_t kTransformed = 16;  // elementwise positions of a 4x4 transformed tile
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Plan {
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0, lanes = 0;
+  BlockedConvOperands operands;
+};
+
+std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
+  auto in = blocked_conv_operands(ctx);
+  if (!in || in->w[2] != 3 || in->w[3] != 3) return std::nullopt;
+  const std::vector<int64_t>&x = in->x, &w = in->w, &y = in->y;
+  const auto g = onednn::conv_geometry_for(ctx, Dims{x[0], w[1], x[2], x[3]}, Dims{y[0], w[0], y[2], y[3]}, false);
+  if (!g || g->x.size() != 4 || g->strides[0] != 1 || g->strides[1] != 1 || g->dilations[0] != 0 ||
+      g->dilations[1] != 0 || y[2] % 2 != 0 || y[3] % 2 != 0) {
+    return std::nullopt;
+  }
+  Plan p;
+  p.n = x[0], p.c = w[1], p.h = x[2], p.w = x[3], p.m = w[0], p.oh = y[2], p.ow = y[3], p.lanes = x[4];
+  p.operands = std::move(*in);
+  return p;
+}
+
+class WinogradConvKernel final : public Kernel {
+ public:
+  WinogradConvKernel(const Plan& p, std::unique_ptr<DirectConvRows> direct)
+      : p_(p), direct_(std::move(direct)), epilogue_(*hwy_cpu::vector_epilogue(p.operands.epilogue)) {
+    const int64_t b = p_.lanes;
+    groups_ = ceil_div(p_.c, b);
+    out_blocks_ = ceil_div(p_.m, b);
+    blocks_ = out_blocks_ % 4 == 0 ? 4 : 2;  // as cpu.conv's panels (it takes only an even count)
+    panels_ = out_blocks_ / blocks_;
+    row_tiles_ = p_.ow / 2;
+    tile_rows_ = p_.oh / 2;
+    pack_filters();
+    bias_.assign(static_cast<size_t>(out_blocks_ * b), 0.0f);
+    if (p_.operands.bias != nullptr) std::copy_n(p_.operands.bias->data<float>(), p_.m, bias_.begin());
+    // Tile rows per chunk: its V and M (16 tiles' worth of floats per tile and channel) in half of L2.
+    const int64_t l2 = active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024;
+    const int64_t row_bytes = kTransformed * row_tiles_ * (groups_ + out_blocks_) * b * 4;
+    chunk_rows_ = std::clamp<int64_t>(l2 / 2 / row_bytes, 1, tile_rows_);
+    const int64_t mr = static_cast<int64_t>(hwy_cpu::conv_tile_pixels(static_cast<size_t>(blocks_)));
+    const int64_t panel_group_bytes = b * blocks_ * b * 4;
+    // The products' split for a full chunk and for the last, shorter one: a run of input blocks
+    // whose filters fit in L1, the chunk's tiles as one row.
+    for (const int64_t rows : {chunk_rows_, tile_rows_ % chunk_rows_}) {
+      const int64_t tiles = rows * row_tiles_;
+      splits_.push_back(rows == 0 ? DirectConvSplit{}
+                                  : direct_conv_split(groups_, panel_group_bytes, 1, tiles, mr, 1, 1, 1, 1, tiles, b));
+    }
+  }
+
+  std::string_view name() const override { return "cpu.winograd"; }
+  std::string implementation() const override {
+    return str_cat("F(2x2,3x3) ", highway_dispatch_target(), ", ", chunk_rows_ * row_tiles_, " tiles per chunk",
+                   direct_->padded() ? ", padded copy" : "");
+  }
+
+  Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+    const int64_t b = p_.lanes, x_image = groups_ * p_.h * p_.w * b;
+    const int64_t y_image = out_blocks_ * b * p_.oh * p_.ow;
+    const Tensor* xt = in.empty() ? nullptr : in[0];
+    const Tensor* rt = p_.operands.residual && in.size() > 3 ? in[3] : nullptr;
+    Tensor* yt = out.empty() ? nullptr : out[0];
+    if (xt == nullptr || xt->dtype() != DType::kF32 || xt->numel() != p_.n * x_image || yt == nullptr ||
+        yt->dtype() != DType::kF32 || yt->numel() != p_.n * y_image ||
+        (p_.operands.residual && (rt == nullptr || rt->dtype() != DType::kF32 || rt->numel() != p_.n * y_image))) {
+      return Status::internal_error("cpu.winograd: an operand does not have its planned shape");
+    }
+    const int64_t chunks = ceil_div(tile_rows_, chunk_rows_);
+    const int threads = std::max<int>(1, std::min<int>(omp_get_max_threads(), static_cast<int>(chunks)));
+    for (int64_t image = 0; image < p_.n; ++image) {
+      const float* x = xt->data<float>() + image * x_image;
+      float* y = yt->data<float>() + image * y_image;
+      const float* residual = rt != nullptr ? rt->data<float>() + image * y_image : nullptr;
+      // The zero-bordered copy of the image is the calling thread's, kept between runs.
+      thread_local hwy::AlignedFreeUniquePtr<float[]> padded;
+      thread_local size_t padded_capacity = 0;
+      if (direct_->padded() && padded_capacity < direct_->padded_floats()) {
+        padded = hwy::AllocateAligned<float>(direct_->padded_floats());
+        padded_capacity = direct_->padded_floats();
+      }
+      float* xp = direct_->padded() ? padded.get() : nullptr;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+      {
+        if (xp != nullptr) {
+#pragma omp for schedule(static)
+          for (int64_t row = 0; row < direct_->padded_rows(); ++row) direct_->copy_padded_row(x, xp, row);
+        }
+        const float* src = xp != nullptr ? xp : x;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t chunk = 0; chunk < chunks; ++chunk) run_chunk(src, y, residual, chunk);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  // U[xi] = (G g G^T)[xi] for each output and input channel, packed as cpu.conv's panels:
+  // [xi][panel][input block][lane][panel's outputs], zero for padded channels. Computed in double.
+  void pack_filters() {
+    const int64_t b = p_.lanes, width = blocks_ * b;
+    filters_ = hwy::AllocateAligned<float>(static_cast<size_t>(kTransformed * panels_ * groups_ * b * width));
+    std::fill_n(filters_.get(), kTransformed * panels_ * groups_ * b * width, 0.0f);
+    constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const float* w = p_.operands.weights->data<float>();
+    for (int64_t oc = 0; oc < p_.m; ++oc) {
+      for (int64_t c = 0; c < p_.c; ++c) {
+        const float* g = w + (oc * p_.c + c) * 9;
+        double gg[4][3];  // G g
+        for (int i = 0; i < 4; ++i) {
+          for (int j = 0; j < 3; ++j) gg[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
+        }
+        const int64_t panel = oc / width, lane = c % b, group = c / b;
+        for (int i = 0; i < 4; ++i) {
+          for (int j = 0; j < 4; ++j) {
+            const double u = gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2];
+            const int64_t xi = 4 * i + j;
+            filters_[static_cast<size_t>((((xi * panels_ + panel) * groups_ + group) * b + lane) * width + oc % width)] =
+                static_cast<float>(u);
+          }
+        }
+      }
+    }
+  }
+
+  // Tile rows [chunk x chunk_rows_, ...) of one image: transform, 16 products, transform back,
+  // epilogue; or cpu.conv's loop on its output rows when an input is not finite.
+  void run_chunk(const float* src, float* y, const float* residual, int64_t chunk) const {
+    const int64_t b = p_.lanes, ty0 = chunk * chunk_rows_, rows = std::min(chunk_rows_, tile_rows_ - ty0);
+    const int64_t tiles = rows * row_tiles_, in_w = p_.ow + 2;  // a 3x3 window: the (padded) input is 2 wider
+    const DirectConvSplit& split = splits_[rows == chunk_rows_ ? 0 : 1];
+    thread_local hwy::AlignedFreeUniquePtr<float[]> scratch;
+    thread_local size_t capacity = 0;
+    const size_t v_floats = static_cast<size_t>(kTransformed * groups_ * tiles * b);
+    const size_t m_floats = static_cast<size_t>(kTransformed * out_blocks_ * tiles * b);
+    if (capacity < v_floats + m_floats) {
+      scratch = hwy::AllocateAligned<float>(v_floats + m_floats);
+      capacity = v_floats + m_floats;
+    }
+    float* v = scratch.get();
+    float* m = v + v_floats;
+    const hwy_cpu::WinogradInput input{src + 2 * ty0 * in_w * b,
+                                       static_cast<size_t>(in_w * b),
+                                       static_cast<size_t>((p_.oh + 2) * in_w * b),
+                                       static_cast<size_t>(groups_),
+                                       static_cast<size_t>(rows),
+                                       static_cast<size_t>(row_tiles_),
+                                       v};
+    if (!HWY_DYNAMIC_DISPATCH(hwy_cpu::WinogradInputTransform)(input)) {
+      direct_->run_rows(src, y, residual, 2 * ty0, 2 * (ty0 + rows));
+      return;
+    }
+    hwy_cpu::ConvRow t{};
+    t.pixel_stride = static_cast<size_t>(b);
+    t.taps = split.taps.data();
+    t.num_taps = split.taps.size();
+    t.group_stride = static_cast<size_t>(tiles * b);
+    t.blocks = static_cast<size_t>(blocks_);
+    t.y_group = static_cast<size_t>(tiles * b);
+    t.tiles = split.row_tiles.data();
+    t.num_tiles = split.row_tiles.size() / 2;
+    const int64_t width = blocks_ * b;
+    for (int64_t xi = 0; xi < kTransformed; ++xi) {
+      for (int64_t panel = 0; panel < panels_; ++panel) {
+        const float* u = filters_.get() + (xi * panels_ + panel) * groups_ * b * width;
+        for (int64_t g0 = 0; g0 < groups_; g0 += split.run_groups) {
+          t.x = v + (xi * groups_ + g0) * tiles * b;
+          t.groups = static_cast<size_t>(std::min(groups_, g0 + split.run_groups) - g0);
+          t.w = u + g0 * b * width;
+          t.y = m + (xi * out_blocks_ + panel * blocks_) * tiles * b;
+          t.accumulate = g0 > 0;
+          hwy_cpu::conv_row_run(t);
+        }
+      }
+    }
+    const int64_t plane = p_.oh * p_.ow * b, first = 2 * ty0 * p_.ow * b;
+    const hwy_cpu::WinogradOutput output{m,
+                                         static_cast<size_t>(out_blocks_),
+                                         static_cast<size_t>(rows),
+                                         static_cast<size_t>(row_tiles_),
+                                         bias_.data(),
+                                         y + first,
+                                         static_cast<size_t>(p_.ow * b),
+                                         static_cast<size_t>(plane)};
+    HWY_DYNAMIC_DISPATCH(hwy_cpu::WinogradOutputTransform)(output);
+    if (epilogue_.empty()) return;
+    for (int64_t k = 0; k < out_blocks_; ++k) {
+      const int64_t offset = k * plane + first;
+      hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
+                                   2 * rows * p_.ow * b);
+    }
+  }
+
+  Plan p_;
+  std::unique_ptr<DirectConvRows> direct_;
+  hwy_cpu::VectorEpilogue epilogue_;
+  int64_t groups_ = 0, out_blocks_ = 0, blocks_ = 2, panels_ = 0;
+  int64_t row_tiles_ = 0, tile_rows_ = 0, chunk_rows_ = 1;
+  std::vector<DirectConvSplit> splits_;  // the products' split: a full chunk, the last chunk
+  hwy::AlignedFreeUniquePtr<float[]> filters_;
+  std::vector<float> bias_;  // padded to whole output blocks
+};
+
+bool supports(const KernelCompileContext& ctx) { return plan_of(ctx).has_value() && direct_conv_rows(ctx) != nullptr; }
+
+Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
+  auto p = plan_of(ctx);
+  auto direct = p ? direct_conv_rows(ctx) : nullptr;
+  if (direct == nullptr) return Status::internal_error(str_cat(ctx.node.describe(), ": not a cpu.winograd node"));
+  return std::unique_ptr<Kernel>(std::make_unique<WinogradConvKernel>(*p, std::move(direct)));
+}
+
+}  // namespace
+
+bool winograd_conv_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
+
+KernelImpl winograd_conv_kernel() { return {"cpu.winograd", "BlockedConv", supports, create, winograd_conv_wins}; }
+
+}  // namespace opfuse
+#endif  // HWY_ONCE

@@ -1,0 +1,152 @@
+// "cpu.winograd" (kernels/cpu/winograd_conv_kernel.cc): 3x3 stride-1 BlockedConvs by F(2x2, 3x3)
+// against the reference BlockedConv: padded and unpadded, odd input channel counts (with large
+// values in X's padded lanes), panels of two and four output blocks, several chunks of tile rows
+// and a shorter last one, several images, epilogues and a residual; NaN, Inf and denormals in
+// one chunk (computed by cpu.conv's loop, the other chunks by the transforms) and everywhere;
+// what it declines; and where the table picks it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "core/target.h"
+#include "kernels/cpu/direct_conv_kernel.h"
+#include "kernels/cpu/winograd_conv_kernel.h"
+#include "kernels/kernel.h"
+#include "kernels/omp_threads.h"
+#include "kernels/onednn_test_util.h"
+
+namespace opfuse {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using onednn_test::Arg;
+using onednn_test::blocked_dims;
+using onednn_test::blocked_relative_error;
+using onednn_test::cst;
+using onednn_test::in;
+using onednn_test::make_node;
+using onednn_test::random_f32;
+using onednn_test::vector_is_a_block;
+
+struct Case {
+  int64_t n, c, m, h, w;
+  Ints pads;  // top, left, bottom, right
+  std::vector<std::string> epilogue;
+};
+
+enum class Specials { kNone, kOneChunk, kAll };
+
+// The kernel's output on the case against the reference's; false when the kernel declines it.
+bool check_case(const Case& c, Specials specials, std::mt19937& gen) {
+  const int64_t block = active_target().channel_block();
+  const bool residual = !c.epilogue.empty() && c.epilogue[0] == "add";
+  const int64_t oh = c.h + c.pads[0] + c.pads[2] - 2, ow = c.w + c.pads[1] + c.pads[3] - 2;
+  const Ints x = blocked_dims(c.n, c.c, c.h, c.w, block), y = blocked_dims(c.n, c.m, oh, ow, block);
+  std::vector<Arg> args = {in(random_f32(x, gen)), cst(random_f32({c.m, c.c, 3, 3}, gen, 0.3f)),
+                           cst(random_f32({c.m}, gen))};
+  if (residual) args.push_back(in(random_f32(y, gen)));
+  float* xv = args[0].tensor.data<float>();
+  const int64_t plane = c.h * c.w * block;
+  for (int64_t i = 0; i < args[0].tensor.numel(); ++i) {
+    const bool padded_lane = (i / plane) % x[1] * block + i % block >= c.c;
+    // X's padded lanes may hold any finite value (ops/layout_ops.cc): their filters are zero.
+    if (padded_lane) xv[i] = 1e30f;
+    if (specials == Specials::kAll && !padded_lane) xv[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  if (specials == Specials::kOneChunk) {
+    // NaN, Inf and denormals in the first rows only: one chunk falls back, the others do not.
+    xv[5 * block + 1] = std::numeric_limits<float>::quiet_NaN();
+    xv[(c.w + 2) * block + 3] = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 40 * block; i < 44 * block; ++i) {
+      if (i % block < c.c) xv[i] = 1e-40f;
+    }
+  }
+  const Attributes attrs = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", c.pads},
+                            {"epilogue", c.epilogue}, {"block", block}};
+  auto node = make_node("BlockedConv", args, attrs);
+  EXPECT_NE(node, nullptr);
+  if (node == nullptr || !winograd_conv_kernel().supports(node->context())) return false;
+  auto kernel = winograd_conv_kernel().create(node->context());
+  EXPECT_TRUE(kernel.is_ok()) << kernel.status().message();
+  if (!kernel.is_ok()) return false;
+  EXPECT_EQ((*kernel)->name(), "cpu.winograd");
+  const Tensor want = node->run(*make_reference_kernel(*node->node));
+  const Tensor got = node->run(**kernel);
+  // F(2x2, 3x3) rounds a little differently from the direct sum: a few ulp of the largest output.
+  EXPECT_LE(blocked_relative_error(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
+  if (specials == Specials::kAll) {
+    const float* out = got.data<float>();
+    int64_t numbers = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      if ((i / (oh * ow * block)) % y[1] * block + i % block < c.m && !std::isnan(out[i])) ++numbers;
+    }
+    EXPECT_EQ(numbers, 0);
+  }
+  // The table takes it wherever the target prefers it to the direct kernels.
+  auto table = create_kernel(node->context());
+  EXPECT_TRUE(table.is_ok());
+  if (table.is_ok()) EXPECT_EQ((*table)->name() == "cpu.winograd", winograd_conv_wins(active_target()));
+  return true;
+}
+
+TEST(WinogradConv, MatchesTheReference) {
+  std::mt19937 gen(41);
+  const std::vector<Case> cases = {
+      {1, 16, 32, 14, 14, {1, 1, 1, 1}, {"relu"}},         // four output blocks per panel
+      {1, 12, 16, 10, 12, {1, 1, 1, 1}, {}},               // two per panel, 12 input channels
+      {2, 16, 32, 8, 6, {1, 1, 1, 1}, {"add", "relu"}},    // two images, a residual
+      {1, 16, 16, 10, 10, {0, 0, 0, 0}, {"sigmoid_mul"}},  // unpadded: X read in place
+      {1, 8, 32, 9, 9, {2, 0, 1, 3}, {"clip:0:6"}},        // asymmetric pads to an even output
+      // Output 52x52 of 16 -> 16 channels: chunks of several tile rows and a shorter last one.
+      {1, 16, 16, 52, 52, {1, 1, 1, 1}, {"hardswish"}},
+      // 72 input channels: the products' weights in more than one run (accumulated in M).
+      {1, 72, 64, 12, 12, {1, 1, 1, 1}, {}},
+  };
+  const ScopedOmpThreads threads(2);
+  int tested = 0;
+  for (const Case& c : cases) {
+    for (const Specials s : {Specials::kNone, Specials::kOneChunk}) {
+      SCOPED_TRACE(str_cat("n", c.n, " c", c.c, " m", c.m, " ", c.h, "x", c.w, s == Specials::kOneChunk ? " specials" : ""));
+      tested += check_case(c, s, gen) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(tested, vector_is_a_block() ? static_cast<int>(2 * cases.size()) : 0);
+}
+
+// An input of NaN only: every output is NaN (cpu.conv's loop on every chunk).
+TEST(WinogradConv, NaNInputGivesNaNEverywhere) {
+  std::mt19937 gen(42);
+  const ScopedOmpThreads threads(2);
+  EXPECT_EQ(check_case({1, 16, 32, 20, 20, {1, 1, 1, 1}, {"relu"}}, Specials::kAll, gen), vector_is_a_block());
+}
+
+// Declined: other windows, strides, dilations, an odd output side, groups, and convs cpu.conv
+// does not take (an odd number of output blocks, a block that is not the vector's).
+TEST(WinogradConv, DeclinesOtherConvs) {
+  std::mt19937 gen(43);
+  const int64_t block = active_target().channel_block();
+  const auto supported = [&](Ints w, Ints x, Attributes attrs, int64_t group = 1, int64_t b = 0) {
+    attrs["block"] = b == 0 ? block : b;
+    attrs["group"] = group;
+    if (attrs.count("pads") == 0) attrs["pads"] = Ints{1, 1, 1, 1};
+    auto node = make_node("BlockedConv", {in(random_f32(x, gen)), cst(random_f32(w, gen))}, attrs);
+    EXPECT_NE(node, nullptr);
+    return node != nullptr && winograd_conv_kernel().supports(node->context());
+  };
+  const Ints x8 = blocked_dims(1, 2 * block, 8, 8, block);
+  EXPECT_EQ(supported({4 * block, 2 * block, 3, 3}, x8, {}), vector_is_a_block());
+  EXPECT_FALSE(supported({4 * block, 2 * block, 5, 5}, x8, {{"pads", Ints{2, 2, 2, 2}}}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, x8, {{"pads", Ints{0, 0, 0, 0}}}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"strides", Ints{2, 2}}}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"dilations", Ints{2, 2}}, {"pads", Ints{2, 2, 2, 2}}}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, blocked_dims(1, 2 * block, 7, 8, block), {}));
+  EXPECT_FALSE(supported({4 * block, block, 3, 3}, x8, {}, 2));
+  EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, x8, {}));
+  const int64_t other = block == 8 ? 16 : 8;
+  EXPECT_FALSE(supported({4 * other, 2 * other, 3, 3}, blocked_dims(1, 2 * other, 8, 8, other), {}, 1, other));
+}
+
+}  // namespace
+}  // namespace opfuse
