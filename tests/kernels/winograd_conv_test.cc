@@ -1,5 +1,5 @@
 // "cpu.winograd" (kernels/cpu/winograd_conv_kernel.cc): 3x3 stride-1 BlockedConvs by F(2x2, 3x3)
-// against the reference BlockedConv: padded and unpadded, odd input channel counts (with large
+// against the reference BlockedConv: padded and unpadded, odd output sides, odd input channel counts (with large
 // values in X's padded lanes), panels of two and four output blocks, several chunks of tile rows
 // and a shorter last one, several images, epilogues and a residual; NaN, Inf and denormals in
 // one chunk (computed by cpu.conv's loop, the other chunks by the transforms) and everywhere;
@@ -98,7 +98,10 @@ TEST(WinogradConv, MatchesTheReference) {
       {1, 12, 16, 10, 12, {1, 1, 1, 1}, {}},               // two per panel, 12 input channels
       {2, 16, 32, 8, 6, {1, 1, 1, 1}, {"add", "relu"}},    // two images, a residual
       {1, 16, 16, 10, 10, {0, 0, 0, 0}, {"sigmoid_mul"}},  // unpadded: X read in place
-      {1, 8, 32, 9, 9, {2, 0, 1, 3}, {"clip:0:6"}},        // asymmetric pads to an even output
+      {1, 8, 32, 9, 9, {2, 0, 1, 3}, {"clip:0:6"}},        // asymmetric pads
+      {1, 16, 32, 7, 7, {1, 1, 1, 1}, {"relu"}},           // odd sides: the last tiles hang over
+      {2, 24, 16, 9, 14, {1, 1, 1, 1}, {"add", "relu"}},   // an odd height only, a residual
+      {1, 16, 16, 15, 12, {0, 0, 0, 0}, {}},               // unpadded, 13 x 10: copied to whole tiles
       // Output 52x52 of 16 -> 16 channels: chunks of several tile rows and a shorter last one.
       {1, 16, 16, 52, 52, {1, 1, 1, 1}, {"hardswish"}},
       // 72 input channels: the products' weights in more than one run (accumulated in M).
@@ -122,7 +125,7 @@ TEST(WinogradConv, NaNInputGivesNaNEverywhere) {
   EXPECT_EQ(check_case({1, 16, 32, 20, 20, {1, 1, 1, 1}, {"relu"}}, Specials::kAll, gen), vector_is_a_block());
 }
 
-// Declined: other windows, strides, dilations, an odd output side, groups, and convs cpu.conv
+// Declined: other windows, strides, dilations, groups, and convs cpu.conv
 // does not take (an odd number of output blocks, a block that is not the vector's).
 TEST(WinogradConv, DeclinesOtherConvs) {
   std::mt19937 gen(43);
@@ -141,7 +144,7 @@ TEST(WinogradConv, DeclinesOtherConvs) {
   EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, x8, {{"pads", Ints{0, 0, 0, 0}}}));
   EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"strides", Ints{2, 2}}}));
   EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"dilations", Ints{2, 2}}, {"pads", Ints{2, 2, 2, 2}}}));
-  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, blocked_dims(1, 2 * block, 7, 8, block), {}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 1}, x8, {{"pads", Ints{1, 0, 1, 0}}}));
   EXPECT_FALSE(supported({4 * block, block, 3, 3}, x8, {}, 2));
   EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, x8, {}));
   const int64_t other = block == 8 ? 16 : 8;

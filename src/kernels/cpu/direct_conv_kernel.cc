@@ -289,7 +289,8 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
 #pragma omp for schedule(static)
           for (int64_t row = 0; row < groups_ * hp_; ++row) copy_padded_row(x, xp, row);
         }
-        const float* src = xp != nullptr ? xp : x;
+        const Source src = xp != nullptr ? Source{xp, hp_, wp_, split_.taps.data()}
+                                         : Source{x, p_.h, p_.w, split_.taps.data()};
         if (product_) {
           // Band-major and static: a thread takes the same pixels in every product, which a
           // chain of them (a bottleneck's 1x1 pair) then finds in its own L2 (0.67-0.75 of the
@@ -311,12 +312,10 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
     return Status::ok();
   }
 
-  bool padded() const override { return padded_; }
-  int64_t padded_rows() const override { return groups_ * hp_; }
-  size_t padded_floats() const override { return static_cast<size_t>(groups_ * hp_ * wp_ * p_.lanes); }
+  size_t padded_floats() const { return static_cast<size_t>(groups_ * hp_ * wp_ * p_.lanes); }
 
   // Row `row` (input block g, padded row iy) of the zero-bordered copy.
-  void copy_padded_row(const float* x, float* xp, int64_t row) const override {
+  void copy_padded_row(const float* x, float* xp, int64_t row) const {
     const int64_t b = p_.lanes, g = row / hp_, iy = row % hp_ - p_.pt;
     float* dst = xp + row * wp_ * b;
     if (iy < 0 || iy >= p_.h) {
@@ -328,22 +327,35 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
     std::memset(dst + (p_.pl + p_.w) * b, 0, static_cast<size_t>(p_.pr * b) * sizeof(float));
   }
 
-  void run_rows(const float* src, float* y, const float* residual, int64_t oy0, int64_t oy1) const override {
-    for (int64_t panel = 0; panel < panels_; ++panel) run_band(src, y, residual, panel, oy0, oy1);
+  void run_rows(const float* src, int64_t src_h, int64_t src_w, float* y, const float* residual, int64_t oy0,
+                int64_t oy1) const override {
+    std::vector<size_t> taps;
+    for (int64_t ky = 0; ky < p_.kh; ++ky) {
+      for (int64_t kx = 0; kx < p_.kw; ++kx) taps.push_back(static_cast<size_t>((ky * p_.dh * src_w + kx * p_.dw) * p_.lanes));
+    }
+    const Source source{src, src_h, src_w, taps.data()};
+    for (int64_t panel = 0; panel < panels_; ++panel) run_band(source, y, residual, panel, oy0, oy1);
   }
 
  private:
+
+  // The image the window reads: X, or a zero-bordered copy of it, h x w pixels per input block;
+  // each tap's offset from an output pixel's input in it.
+  struct Source {
+    const float* x;
+    int64_t h, w;
+    const size_t* taps;
+  };
 
   // Output rows [oy0, oy1) of one panel: for each run of input blocks, the tiles of every row
   // (the run's weights stay in L1 across the band), then the epilogue over each row of each output
   // block (contiguous, still in L1). `src` is X, or its padded copy when there is padding (then
   // the window's origin is the copy's origin: no negative offsets).
-  void run_band(const float* src, float* y, const float* residual, int64_t panel, int64_t oy0, int64_t oy1) const {
-    const int64_t b = p_.lanes, plane = p_.oh * p_.ow;
-    const int64_t in_w = padded_ ? wp_ : p_.w, in_h = padded_ ? hp_ : p_.h;
+  void run_band(const Source& src, float* y, const float* residual, int64_t panel, int64_t oy0, int64_t oy1) const {
+    const int64_t b = p_.lanes, plane = p_.oh * p_.ow, in_w = src.w, in_h = src.h;
     hwy_cpu::ConvRow t{};
     t.pixel_stride = static_cast<size_t>(p_.sw * b);
-    t.taps = split_.taps.data();
+    t.taps = src.taps;
     t.num_taps = split_.taps.size();
     t.group_stride = static_cast<size_t>(in_h * in_w * b);
     t.blocks = static_cast<size_t>(blocks_);
@@ -360,7 +372,7 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
       t.accumulate = g0 > 0;
       t.bias = g1 == groups_ ? bias_.data() + panel * blocks_ * b : nullptr;
       for (int64_t oy = oy0; oy < oy1; ++oy) {
-        t.x = src + g0 * t.group_stride + oy * p_.sh * in_w * b;
+        t.x = src.x + g0 * t.group_stride + oy * p_.sh * in_w * b;
         t.y = y_panel + oy * p_.ow * b;
         hwy_cpu::conv_row_run(t);
       }

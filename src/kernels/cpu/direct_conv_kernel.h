@@ -59,15 +59,11 @@ bool direct_conv_wins(const Target& target);
 class DirectConvRows {
  public:
   virtual ~DirectConvRows() = default;
-  // Whether X is read through a zero-bordered copy: `padded_rows()` rows (input block, padded
-  // row), each written by `copy_padded_row`, `padded_floats()` in all (one image).
-  virtual bool padded() const = 0;
-  virtual int64_t padded_rows() const = 0;
-  virtual size_t padded_floats() const = 0;
-  virtual void copy_padded_row(const float* x, float* xp, int64_t row) const = 0;
   // Output rows [oy0, oy1) of one image, every panel, bias and epilogue included, on the calling
-  // thread. `src`: the padded copy, or X when unpadded.
-  virtual void run_rows(const float* src, float* y, const float* residual, int64_t oy0, int64_t oy1) const = 0;
+  // thread. `src`: the image bordered with the conv's padding (X itself when it has none), in a
+  // buffer of src_h x src_w pixels per input block (it may be larger than the padded image).
+  virtual void run_rows(const float* src, int64_t src_h, int64_t src_w, float* y, const float* residual,
+                        int64_t oy0, int64_t oy1) const = 0;
 };
 
 // nullptr when cpu.conv does not take the node.

@@ -53,6 +53,7 @@ struct WinogradOutput {
   const float* m;        // [16][blocks][tiles][b]
   size_t blocks;         // output blocks
   size_t tile_rows, row_tiles;
+  size_t height, width;  // output rows of the chunk and pixels per row: the last tile may hang over
   const float* bias;     // blocks x b floats
   float* y;              // the output image at the chunk's first row, output block 0
   size_t row;            // floats per output row
@@ -133,11 +134,12 @@ void WinogradOutputTransform(const WinogradOutput& t) {
           OutputRows(hn::Load(d, m + j * xi_floats), hn::Load(d, m + (4 + j) * xi_floats),
                      hn::Load(d, m + (8 + j) * xi_floats), hn::Load(d, m + (12 + j) * xi_floats), s[0][j], s[1][j]);
         }
-        for (size_t i = 0; i < 2; ++i) {
+        const bool second_column = 2 * tx + 1 < t.width;
+        for (size_t i = 0; i < 2 && 2 * r + i < t.height; ++i) {
           VF o0, o1;
           OutputRows(s[i][0], s[i][1], s[i][2], s[i][3], o0, o1);
           hn::StoreU(hn::Add(o0, bias), d, y + i * t.row);
-          hn::StoreU(hn::Add(o1, bias), d, y + i * t.row + lanes);
+          if (second_column) hn::StoreU(hn::Add(o1, bias), d, y + i * t.row + lanes);
         }
       }
     }
@@ -161,10 +163,18 @@ using Dims = std::vector<int64_t>;
 
 constexpr int64_t kTransformed = 16;  // elementwise positions of a 4x4 transformed tile
 
+// A chunk reads all the transformed filters (16 x C x M floats) once for its tiles: below this
+// many tiles per chunk, filters larger than half of L2 cost more to stream than the multiplies
+// saved. Measured on a Zen 3 (AVX2, 2 threads), ResNet-50's convs against cpu.conv: 512 -> 512
+// channels at 7x7 (4 tiles per chunk, 16 MB of filters) 1.7-2.2x its time; 256 -> 256 at 14x14
+// (7 tiles, 4 MB) 0.72x.
+constexpr int64_t kMinChunkTiles = 6;
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 struct Plan {
-  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0, lanes = 0;
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0, pt = 0, pl = 0, lanes = 0;
+  int64_t tile_rows = 0, row_tiles = 0, chunk_rows = 1;  // tiles: 2x2 outputs each
   BlockedConvOperands operands;
 };
 
@@ -174,11 +184,23 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   const std::vector<int64_t>&x = in->x, &w = in->w, &y = in->y;
   const auto g = onednn::conv_geometry_for(ctx, Dims{x[0], w[1], x[2], x[3]}, Dims{y[0], w[0], y[2], y[3]}, false);
   if (!g || g->x.size() != 4 || g->strides[0] != 1 || g->strides[1] != 1 || g->dilations[0] != 0 ||
-      g->dilations[1] != 0 || y[2] % 2 != 0 || y[3] % 2 != 0) {
+      g->dilations[1] != 0) {
     return std::nullopt;
   }
   Plan p;
   p.n = x[0], p.c = w[1], p.h = x[2], p.w = x[3], p.m = w[0], p.oh = y[2], p.ow = y[3], p.lanes = x[4];
+  p.pt = g->pad_l[0], p.pl = g->pad_l[1];
+  p.tile_rows = ceil_div(p.oh, 2);
+  p.row_tiles = ceil_div(p.ow, 2);
+  // Tile rows per chunk: its V and M (16 floats per tile and channel) in half of L2, and at least
+  // two chunks per thread where there are enough rows (chunks are whole tile rows).
+  const int64_t b = p.lanes, groups = ceil_div(p.c, b), out_blocks = ceil_div(p.m, b);
+  const int64_t l2 = active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024;
+  const int64_t row_bytes = kTransformed * p.row_tiles * (groups + out_blocks) * b * 4;
+  const int64_t spread = ceil_div(p.tile_rows, 2 * std::max(1, omp_get_max_threads()));
+  p.chunk_rows = std::clamp<int64_t>(std::min(l2 / 2 / row_bytes, spread), 1, p.tile_rows);
+  const int64_t filter_bytes = kTransformed * groups * out_blocks * b * b * 4;
+  if (p.chunk_rows * p.row_tiles < kMinChunkTiles && filter_bytes > l2 / 2) return std::nullopt;
   p.operands = std::move(*in);
   return p;
 }
@@ -192,15 +214,17 @@ class WinogradConvKernel final : public Kernel {
     out_blocks_ = ceil_div(p_.m, b);
     blocks_ = out_blocks_ % 4 == 0 ? 4 : 2;  // as cpu.conv's panels (it takes only an even count)
     panels_ = out_blocks_ / blocks_;
-    row_tiles_ = p_.ow / 2;
-    tile_rows_ = p_.oh / 2;
+    row_tiles_ = p_.row_tiles;
+    tile_rows_ = p_.tile_rows;
+    chunk_rows_ = p_.chunk_rows;
+    // The window reads 2 more pixels than each tile row or column gives; X is read in place when
+    // that is its size (unpadded, even output), else through a zero-bordered copy of that size.
+    src_h_ = 2 * tile_rows_ + 2;
+    src_w_ = 2 * row_tiles_ + 2;
+    copied_ = src_h_ != p_.h || src_w_ != p_.w || p_.pt != 0 || p_.pl != 0;
     pack_filters();
     bias_.assign(static_cast<size_t>(out_blocks_ * b), 0.0f);
     if (p_.operands.bias != nullptr) std::copy_n(p_.operands.bias->data<float>(), p_.m, bias_.begin());
-    // Tile rows per chunk: its V and M (16 tiles' worth of floats per tile and channel) in half of L2.
-    const int64_t l2 = active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024;
-    const int64_t row_bytes = kTransformed * row_tiles_ * (groups_ + out_blocks_) * b * 4;
-    chunk_rows_ = std::clamp<int64_t>(l2 / 2 / row_bytes, 1, tile_rows_);
     const int64_t mr = static_cast<int64_t>(hwy_cpu::conv_tile_pixels(static_cast<size_t>(blocks_)));
     const int64_t panel_group_bytes = b * blocks_ * b * 4;
     // The products' split for a full chunk and for the last, shorter one: a run of input blocks
@@ -215,7 +239,7 @@ class WinogradConvKernel final : public Kernel {
   std::string_view name() const override { return "cpu.winograd"; }
   std::string implementation() const override {
     return str_cat("F(2x2,3x3) ", highway_dispatch_target(), ", ", chunk_rows_ * row_tiles_, " tiles per chunk",
-                   direct_->padded() ? ", padded copy" : "");
+                   copied_ ? ", padded copy" : "");
   }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
@@ -238,16 +262,17 @@ class WinogradConvKernel final : public Kernel {
       // The zero-bordered copy of the image is the calling thread's, kept between runs.
       thread_local hwy::AlignedFreeUniquePtr<float[]> padded;
       thread_local size_t padded_capacity = 0;
-      if (direct_->padded() && padded_capacity < direct_->padded_floats()) {
-        padded = hwy::AllocateAligned<float>(direct_->padded_floats());
-        padded_capacity = direct_->padded_floats();
+      const size_t padded_floats = static_cast<size_t>(groups_ * src_h_ * src_w_ * b);
+      if (copied_ && padded_capacity < padded_floats) {
+        padded = hwy::AllocateAligned<float>(padded_floats);
+        padded_capacity = padded_floats;
       }
-      float* xp = direct_->padded() ? padded.get() : nullptr;
+      float* xp = copied_ ? padded.get() : nullptr;
 #pragma omp parallel num_threads(threads) if (threads > 1)
       {
         if (xp != nullptr) {
 #pragma omp for schedule(static)
-          for (int64_t row = 0; row < direct_->padded_rows(); ++row) direct_->copy_padded_row(x, xp, row);
+          for (int64_t row = 0; row < groups_ * src_h_; ++row) copy_padded_row(x, xp, row);
         }
         const float* src = xp != nullptr ? xp : x;
 #pragma omp for schedule(dynamic, 1)
@@ -258,6 +283,19 @@ class WinogradConvKernel final : public Kernel {
   }
 
  private:
+  // Row `row` (input block g, row iy of the copy) of the zero-bordered copy of X.
+  void copy_padded_row(const float* x, float* xp, int64_t row) const {
+    const int64_t b = p_.lanes, g = row / src_h_, iy = row % src_h_ - p_.pt;
+    float* dst = xp + row * src_w_ * b;
+    if (iy < 0 || iy >= p_.h) {
+      std::fill_n(dst, src_w_ * b, 0.0f);
+      return;
+    }
+    std::fill_n(dst, p_.pl * b, 0.0f);
+    std::copy_n(x + (g * p_.h + iy) * p_.w * b, p_.w * b, dst + p_.pl * b);
+    std::fill_n(dst + (p_.pl + p_.w) * b, (src_w_ - p_.pl - p_.w) * b, 0.0f);
+  }
+
   // U[xi] = (G g G^T)[xi] for each output and input channel, packed as cpu.conv's panels:
   // [xi][panel][input block][lane][panel's outputs], zero for padded channels. Computed in double.
   void pack_filters() {
@@ -290,7 +328,7 @@ class WinogradConvKernel final : public Kernel {
   // epilogue; or cpu.conv's loop on its output rows when an input is not finite.
   void run_chunk(const float* src, float* y, const float* residual, int64_t chunk) const {
     const int64_t b = p_.lanes, ty0 = chunk * chunk_rows_, rows = std::min(chunk_rows_, tile_rows_ - ty0);
-    const int64_t tiles = rows * row_tiles_, in_w = p_.ow + 2;  // a 3x3 window: the (padded) input is 2 wider
+    const int64_t tiles = rows * row_tiles_, out_rows = std::min(2 * rows, p_.oh - 2 * ty0);
     const DirectConvSplit& split = splits_[rows == chunk_rows_ ? 0 : 1];
     thread_local hwy::AlignedFreeUniquePtr<float[]> scratch;
     thread_local size_t capacity = 0;
@@ -302,15 +340,15 @@ class WinogradConvKernel final : public Kernel {
     }
     float* v = scratch.get();
     float* m = v + v_floats;
-    const hwy_cpu::WinogradInput input{src + 2 * ty0 * in_w * b,
-                                       static_cast<size_t>(in_w * b),
-                                       static_cast<size_t>((p_.oh + 2) * in_w * b),
+    const hwy_cpu::WinogradInput input{src + 2 * ty0 * src_w_ * b,
+                                       static_cast<size_t>(src_w_ * b),
+                                       static_cast<size_t>(src_h_ * src_w_ * b),
                                        static_cast<size_t>(groups_),
                                        static_cast<size_t>(rows),
                                        static_cast<size_t>(row_tiles_),
                                        v};
     if (!HWY_DYNAMIC_DISPATCH(hwy_cpu::WinogradInputTransform)(input)) {
-      direct_->run_rows(src, y, residual, 2 * ty0, 2 * (ty0 + rows));
+      direct_->run_rows(src, src_h_, src_w_, y, residual, 2 * ty0, 2 * ty0 + out_rows);
       return;
     }
     hwy_cpu::ConvRow t{};
@@ -341,6 +379,8 @@ class WinogradConvKernel final : public Kernel {
                                          static_cast<size_t>(out_blocks_),
                                          static_cast<size_t>(rows),
                                          static_cast<size_t>(row_tiles_),
+                                         static_cast<size_t>(out_rows),
+                                         static_cast<size_t>(p_.ow),
                                          bias_.data(),
                                          y + first,
                                          static_cast<size_t>(p_.ow * b),
@@ -350,7 +390,7 @@ class WinogradConvKernel final : public Kernel {
     for (int64_t k = 0; k < out_blocks_; ++k) {
       const int64_t offset = k * plane + first;
       hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
-                                   2 * rows * p_.ow * b);
+                                   out_rows * p_.ow * b);
     }
   }
 
@@ -359,6 +399,8 @@ class WinogradConvKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t groups_ = 0, out_blocks_ = 0, blocks_ = 2, panels_ = 0;
   int64_t row_tiles_ = 0, tile_rows_ = 0, chunk_rows_ = 1;
+  int64_t src_h_ = 0, src_w_ = 0;  // the image the tiles read, padded to whole tiles
+  bool copied_ = false;            // read through a zero-bordered copy (else X in place)
   std::vector<DirectConvSplit> splits_;  // the products' split: a full chunk, the last chunk
   hwy::AlignedFreeUniquePtr<float[]> filters_;
   std::vector<float> bias_;  // padded to whole output blocks
