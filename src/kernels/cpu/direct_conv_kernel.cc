@@ -270,9 +270,10 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
     // run on several sessions' threads at once).
     thread_local hwy::AlignedFreeUniquePtr<float[]> padded;
     thread_local size_t capacity = 0;
-    if (padded_ && capacity < padded_floats()) {
-      padded = hwy::AllocateAligned<float>(padded_floats());
-      capacity = padded_floats();
+    const size_t padded_floats = static_cast<size_t>(groups_ * hp_ * wp_ * b);
+    if (padded_ && capacity < padded_floats) {
+      padded = hwy::AllocateAligned<float>(padded_floats);
+      capacity = padded_floats;
     }
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.m * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
@@ -287,7 +288,9 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
       {
         if (xp != nullptr) {
 #pragma omp for schedule(static)
-          for (int64_t row = 0; row < groups_ * hp_; ++row) copy_padded_row(x, xp, row);
+          for (int64_t row = 0; row < groups_ * hp_; ++row) {
+            copy_zero_bordered_row(x, xp, row, p_.h, p_.w, p_.pt, p_.pl, hp_, wp_, b);
+          }
         }
         const Source src = xp != nullptr ? Source{xp, hp_, wp_, split_.taps.data()}
                                          : Source{x, p_.h, p_.w, split_.taps.data()};
@@ -312,33 +315,19 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
     return Status::ok();
   }
 
-  size_t padded_floats() const { return static_cast<size_t>(groups_ * hp_ * wp_ * p_.lanes); }
-
-  // Row `row` (input block g, padded row iy) of the zero-bordered copy.
-  void copy_padded_row(const float* x, float* xp, int64_t row) const {
-    const int64_t b = p_.lanes, g = row / hp_, iy = row % hp_ - p_.pt;
-    float* dst = xp + row * wp_ * b;
-    if (iy < 0 || iy >= p_.h) {
-      std::memset(dst, 0, static_cast<size_t>(wp_ * b) * sizeof(float));
-      return;
-    }
-    std::memset(dst, 0, static_cast<size_t>(p_.pl * b) * sizeof(float));
-    std::memcpy(dst + p_.pl * b, x + (g * p_.h + iy) * p_.w * b, static_cast<size_t>(p_.w * b) * sizeof(float));
-    std::memset(dst + (p_.pl + p_.w) * b, 0, static_cast<size_t>(p_.pr * b) * sizeof(float));
-  }
-
   void run_rows(const float* src, int64_t src_h, int64_t src_w, float* y, const float* residual, int64_t oy0,
                 int64_t oy1) const override {
     std::vector<size_t> taps;
     for (int64_t ky = 0; ky < p_.kh; ++ky) {
-      for (int64_t kx = 0; kx < p_.kw; ++kx) taps.push_back(static_cast<size_t>((ky * p_.dh * src_w + kx * p_.dw) * p_.lanes));
+      for (int64_t kx = 0; kx < p_.kw; ++kx) {
+        taps.push_back(static_cast<size_t>((ky * p_.dh * src_w + kx * p_.dw) * p_.lanes));
+      }
     }
     const Source source{src, src_h, src_w, taps.data()};
     for (int64_t panel = 0; panel < panels_; ++panel) run_band(source, y, residual, panel, oy0, oy1);
   }
 
  private:
-
   // The image the window reads: X, or a zero-bordered copy of it, h x w pixels per input block;
   // each tap's offset from an output pixel's input in it.
   struct Source {

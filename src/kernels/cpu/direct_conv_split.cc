@@ -1,6 +1,7 @@
 #include "kernels/cpu/direct_conv_split.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/target.h"
 
@@ -32,6 +33,20 @@ DirectConvSplit direct_conv_split(int64_t groups, int64_t group_weight_bytes, in
     for (int64_t kx = 0; kx < kw; ++kx) s.taps.push_back(static_cast<size_t>((ky * dh * padded_width + kx * dw) * block));
   }
   return s;
+}
+
+void copy_zero_bordered_row(const float* x, float* copy, int64_t row, int64_t h, int64_t w, int64_t top,
+                            int64_t left, int64_t copy_h, int64_t copy_w, int64_t block) {
+  const int64_t g = row / copy_h, iy = row % copy_h - top;
+  float* dst = copy + row * copy_w * block;
+  if (iy < 0 || iy >= h) {
+    std::memset(dst, 0, static_cast<size_t>(copy_w * block) * sizeof(float));
+    return;
+  }
+  const int64_t right = copy_w - left - w;
+  std::memset(dst, 0, static_cast<size_t>(left * block) * sizeof(float));
+  std::memcpy(dst + left * block, x + (g * h + iy) * w * block, static_cast<size_t>(w * block) * sizeof(float));
+  std::memset(dst + (left + w) * block, 0, static_cast<size_t>(right * block) * sizeof(float));
 }
 
 }  // namespace opfuse

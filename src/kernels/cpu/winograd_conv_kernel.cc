@@ -272,7 +272,9 @@ class WinogradConvKernel final : public Kernel {
       {
         if (xp != nullptr) {
 #pragma omp for schedule(static)
-          for (int64_t row = 0; row < groups_ * src_h_; ++row) copy_padded_row(x, xp, row);
+          for (int64_t row = 0; row < groups_ * src_h_; ++row) {
+            copy_zero_bordered_row(x, xp, row, p_.h, p_.w, p_.pt, p_.pl, src_h_, src_w_, b);
+          }
         }
         const float* src = xp != nullptr ? xp : x;
 #pragma omp for schedule(dynamic, 1)
@@ -283,19 +285,6 @@ class WinogradConvKernel final : public Kernel {
   }
 
  private:
-  // Row `row` (input block g, row iy of the copy) of the zero-bordered copy of X.
-  void copy_padded_row(const float* x, float* xp, int64_t row) const {
-    const int64_t b = p_.lanes, g = row / src_h_, iy = row % src_h_ - p_.pt;
-    float* dst = xp + row * src_w_ * b;
-    if (iy < 0 || iy >= p_.h) {
-      std::fill_n(dst, src_w_ * b, 0.0f);
-      return;
-    }
-    std::fill_n(dst, p_.pl * b, 0.0f);
-    std::copy_n(x + (g * p_.h + iy) * p_.w * b, p_.w * b, dst + p_.pl * b);
-    std::fill_n(dst + (p_.pl + p_.w) * b, (src_w_ - p_.pl - p_.w) * b, 0.0f);
-  }
-
   // U[xi] = (G g G^T)[xi] for each output and input channel, packed as cpu.conv's panels:
   // [xi][panel][input block][lane][panel's outputs], zero for padded channels. Computed in double.
   void pack_filters() {
@@ -406,7 +395,9 @@ class WinogradConvKernel final : public Kernel {
   std::vector<float> bias_;  // padded to whole output blocks
 };
 
-bool supports(const KernelCompileContext& ctx) { return plan_of(ctx).has_value() && direct_conv_rows(ctx) != nullptr; }
+bool supports(const KernelCompileContext& ctx) {
+  return plan_of(ctx).has_value() && direct_conv_kernel().supports(ctx);
+}
 
 Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
   auto p = plan_of(ctx);
