@@ -1,9 +1,9 @@
 // "cpu.winograd" (kernels/cpu/winograd_conv_kernel.cc): 3x3 stride-1 BlockedConvs by F(2x2, 3x3)
-// against the reference BlockedConv: padded and unpadded, odd output sides, odd input channel counts (with large
-// values in X's padded lanes), panels of two and four output blocks, several chunks of tile rows
-// and a shorter last one, several images, epilogues and a residual; NaN, Inf and denormals in
-// one chunk (computed by cpu.conv's loop, the other chunks by the transforms) and everywhere;
-// what it declines; and where the table picks it.
+// against the reference BlockedConv: padded and unpadded, odd output sides, odd input channel
+// counts (with large values in X's padded lanes), panels of two and four output blocks, several
+// chunks of tile rows and a shorter last one, several images, epilogues and a residual; NaN, Inf
+// and denormals in one chunk (computed by cpu.conv's loop, the other chunks by the transforms)
+// and everywhere; what it declines; and where the table picks it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,7 +111,8 @@ TEST(WinogradConv, MatchesTheReference) {
   int tested = 0;
   for (const Case& c : cases) {
     for (const Specials s : {Specials::kNone, Specials::kOneChunk}) {
-      SCOPED_TRACE(str_cat("n", c.n, " c", c.c, " m", c.m, " ", c.h, "x", c.w, s == Specials::kOneChunk ? " specials" : ""));
+      SCOPED_TRACE(
+          str_cat("n", c.n, " c", c.c, " m", c.m, " ", c.h, "x", c.w, s == Specials::kOneChunk ? " specials" : ""));
       tested += check_case(c, s, gen) ? 1 : 0;
     }
   }

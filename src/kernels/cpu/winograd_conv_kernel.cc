@@ -304,9 +304,8 @@ class WinogradConvKernel final : public Kernel {
         for (int i = 0; i < 4; ++i) {
           for (int j = 0; j < 4; ++j) {
             const double u = gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2];
-            const int64_t xi = 4 * i + j;
-            filters_[static_cast<size_t>((((xi * panels_ + panel) * groups_ + group) * b + lane) * width + oc % width)] =
-                static_cast<float>(u);
+            const int64_t xi = 4 * i + j, at = (((xi * panels_ + panel) * groups_ + group) * b + lane) * width;
+            filters_[static_cast<size_t>(at + oc % width)] = static_cast<float>(u);
           }
         }
       }

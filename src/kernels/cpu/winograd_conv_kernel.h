@@ -14,9 +14,10 @@
 namespace opfuse {
 
 // A BlockedConv cpu.conv takes (kernels/cpu/direct_conv_kernel.h) with a 3x3 window, stride 1
-// and no dilation (an odd output side ends in tiles that hang over). Tiles whose inputs are not all finite (the
-// transforms would spread an Inf to outputs that never read it, as Inf - Inf) are computed by
-// cpu.conv's loop instead, so NaN and Inf come out exactly where the reference puts them.
+// and no dilation (an odd output side ends in tiles that hang over). Tiles whose inputs are not
+// all finite (the transforms would spread an Inf to outputs that never read it, as Inf - Inf) are
+// computed by cpu.conv's loop instead, so NaN and Inf come out exactly where the reference puts
+// them. Declined where chunks would be small and the transformed filters large (see the .cc).
 KernelImpl winograd_conv_kernel();
 
 // Whether the table prefers it to the direct kernels on this target (see the .cc).
