@@ -264,6 +264,30 @@ TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
   }
 }
 
+// 3x3 stride-1 convs with even output sides run cpu.conv_i16's integer F(2x2, 3x3) at O3 (the
+// blocked layout), bit for bit as eager mode on random inputs and on the ends of u8's range:
+// several chunks of tile rows, an odd number of output blocks, int8 weights, input channels in
+// two runs, a residual; an odd output side stays on the direct tiles.
+TEST(IntegerProductsInFp32, DynamicallyQuantizedConvWinogradIsExact) {
+  const IsaTier isa = active_target().isa;
+  if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
+  const std::vector<QuantizedConvGraph> cases = {
+      {.c = 24, .m = 40, .h = 30, .w = 14, .y = "1,40,30,14", .i8 = true},
+      {.c = 96, .m = 16, .h = 8, .w = 20, .y = "1,16,8,20", .residual = true},
+      {.c = 16, .m = 16, .h = 12, .w = 12, .attrs = "pads = [0, 0, 0, 0]", .y = "1,16,10,10"},
+  };
+  for (const QuantizedConvGraph& q : cases) {
+    SCOPED_TRACE(str_cat(q.c, " -> ", q.m, " ", q.h, "x", q.w));
+    const std::string text = quantized_conv(q);
+    expect_exact_at_o1_and_o3(text, "cpu.conv_i16", 1);
+    const CompiledRun o3 = compile_and_compare(text, OptLevel::kO3);
+    EXPECT_EQ(o3.steps_running("F(2x2,3x3)"), 1u) << ::testing::PrintToString(o3.steps);
+  }
+  const CompiledRun odd = compile_and_compare(quantized_conv({.h = 7, .w = 6, .y = "1,16,7,6"}), OptLevel::kO3);
+  EXPECT_EQ(odd.diff, 0.0);
+  EXPECT_EQ(odd.steps_running("F(2x2,3x3)"), 0u) << ::testing::PrintToString(odd.steps);
+}
+
 // Finite inputs give finite outputs (the quantizer's range only overflows beyond +-1.7e38), so
 // the plan for finite inputs may keep NaN-dropping kernels after the anchor (oneDNN's max pool).
 TEST(IntegerProductsInFp32, QuantizedAnchorsKeepFiniteValuesFinite) {

@@ -66,6 +66,22 @@ struct QConvRow {
   const int64_t* tiles;   // (first pixel, width) of each tile of the row
   size_t num_tiles;
 };
+
+// The integer F(2x2, 3x3) of a chunk of tile rows (see QuantizedConvKernel::run_winograd_chunk).
+struct QWinogradInput {
+  const int16_t* x;       // the zero-bordered int16 image at the chunk's first row, input block 0
+  size_t row, group;      // int16 per image row and per input block
+  size_t groups, tile_rows, row_tiles;
+  int16_t* v;             // [16][groups][tiles][b]: B^T d B
+};
+struct QWinogradOutput {
+  const int32_t* m;       // [16][blocks][tiles][b]: the products, 4x the transformed sums
+  size_t blocks, tile_rows, row_tiles;
+  const float* scale;     // blocks x b floats, s * w_scale
+  const float* bias;      // blocks x b floats, or null
+  float* y;               // the blocked output image at the chunk's first row, block 0
+  size_t row, group;      // floats per output row and per output block
+};
 }  // namespace opfuse::hwy_cpu
 #endif
 
@@ -200,6 +216,79 @@ void QConvRowRun(const QConvRow& t) {
 #endif
 }
 
+// V = B^T d B for every tile of the chunk, in int16: |d| <= 255, so |V| <= 4 x 255.
+void QWinogradInputTransform(const QWinogradInput& t) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kLanes >= 8) {
+    const hn::CappedTag<int16_t, kLanes> d;  // one pixel's b channels
+    const size_t tiles = t.tile_rows * t.row_tiles, xi_stride = t.groups * tiles * kLanes;
+    using V16 = hn::Vec<decltype(d)>;
+    const auto rows = [&](V16 d0, V16 d1, V16 d2, V16 d3, V16* out) HWY_ATTR {
+      out[0] = hn::Sub(d0, d2);
+      out[1] = hn::Add(d1, d2);
+      out[2] = hn::Sub(d2, d1);
+      out[3] = hn::Sub(d1, d3);
+    };
+    for (size_t g = 0; g < t.groups; ++g) {
+      for (size_t r = 0; r < t.tile_rows; ++r) {
+        const int16_t* p = t.x + g * t.group + 2 * r * t.row;
+        int16_t* v = t.v + (g * tiles + r * t.row_tiles) * kLanes;
+        for (size_t tx = 0; tx < t.row_tiles; ++tx, p += 2 * kLanes, v += kLanes) {
+          V16 cols[4][4];
+          for (size_t j = 0; j < 4; ++j) {
+            V16 c[4];
+            rows(hn::LoadU(d, p + j * kLanes), hn::LoadU(d, p + t.row + j * kLanes),
+                 hn::LoadU(d, p + 2 * t.row + j * kLanes), hn::LoadU(d, p + 3 * t.row + j * kLanes), c);
+            for (size_t i = 0; i < 4; ++i) cols[i][j] = c[i];
+          }
+          for (size_t i = 0; i < 4; ++i) {
+            V16 e[4];
+            rows(cols[i][0], cols[i][1], cols[i][2], cols[i][3], e);
+            for (size_t j = 0; j < 4; ++j) hn::StoreU(e[j], d, v + (4 * i + j) * xi_stride);
+          }
+        }
+      }
+    }
+  }
+#endif
+}
+
+// Y = (A^T M A) / 4 * scale + bias in the reference's order (the int32 sum, then its float
+// times s * w_scale, then + bias). int32 adds wrap; the sum is exact where |sum| < 2^29.
+void QWinogradOutputTransform(const QWinogradOutput& t) {
+  const DF df;
+  const DI di;
+  const size_t tiles = t.tile_rows * t.row_tiles, xi_stride = t.blocks * tiles * kLanes;
+  const auto rows = [&](VI m0, VI m1, VI m2, VI m3, VI& o0, VI& o1) HWY_ATTR {
+    o0 = hn::Add(hn::Add(m0, m1), m2);
+    o1 = hn::Sub(hn::Sub(m1, m2), m3);
+  };
+  for (size_t k = 0; k < t.blocks; ++k) {
+    const auto s = hn::LoadU(df, t.scale + k * kLanes);
+    const auto c = t.bias != nullptr ? hn::LoadU(df, t.bias + k * kLanes) : hn::Zero(df);
+    for (size_t r = 0; r < t.tile_rows; ++r) {
+      const int32_t* m = t.m + (k * tiles + r * t.row_tiles) * kLanes;
+      float* y = t.y + k * t.group + 2 * r * t.row;
+      for (size_t tx = 0; tx < t.row_tiles; ++tx, m += kLanes, y += 2 * kLanes) {
+        VI sums[2][4];
+        for (size_t j = 0; j < 4; ++j) {
+          rows(hn::LoadU(di, m + j * xi_stride), hn::LoadU(di, m + (4 + j) * xi_stride),
+               hn::LoadU(di, m + (8 + j) * xi_stride), hn::LoadU(di, m + (12 + j) * xi_stride), sums[0][j], sums[1][j]);
+        }
+        for (size_t i = 0; i < 2; ++i) {
+          VI o[2];
+          rows(sums[i][0], sums[i][1], sums[i][2], sums[i][3], o[0], o[1]);
+          for (size_t j = 0; j < 2; ++j) {
+            auto v = hn::Mul(hn::ConvertTo(df, hn::ShiftRight<2>(o[j])), s);
+            if (t.bias != nullptr) v = hn::Add(v, c);  // as the direct tiles: no + 0 turning -0 into +0
+            hn::StoreU(v, df, y + i * t.row + j * kLanes);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace opfuse::hwy_cpu
 HWY_AFTER_NAMESPACE();
@@ -211,6 +300,8 @@ HWY_EXPORT(QConvBlock);
 HWY_EXPORT(QConvTilePixels);
 HWY_EXPORT(QConvQuantize);
 HWY_EXPORT(QConvRowRun);
+HWY_EXPORT(QWinogradInputTransform);
+HWY_EXPORT(QWinogradOutputTransform);
 }  // namespace hwy_cpu
 
 namespace {
@@ -224,6 +315,8 @@ constexpr size_t kX = 0, kW = 1, kBias = 2, kResidual = 3, kWScale = 4, kWZero =
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
 // Floats per chunk of the range pass.
 constexpr int64_t kRangeChunk = 1 << 16;
+// The integer Winograd's exact range (plan_winograd): C x 9 x 255 x 255 < 2^29.
+constexpr int64_t kWinogradMaxChannels = 917;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -372,12 +465,14 @@ class QuantizedConvKernel final : public Kernel {
     }
     // A run's weights: taps x b/2 pairs x two blocks' columns x 2 int16 per input block.
     split_ = direct_conv_split(groups_, taps * b * 2 * b * 2, p_.oh, p_.ow, mr_, p_.kh, p_.kw, p_.dh, p_.dw, wp_, b);
+    plan_winograd();
   }
 
   std::string_view name() const override { return "cpu.conv_i16"; }
   std::string implementation() const override {
     return str_cat(highway_dispatch_target(), " ", mr_, "x", 2 * p_.lanes, " ", split_.run_groups * p_.lanes,
-                   " channels per run", p_.blocked ? "" : ", plain X and Y");
+                   " channels per run", p_.blocked ? "" : ", plain X and Y",
+                   winograd_ != nullptr ? str_cat(", F(2x2,3x3) in ", chunk_rows_ * row_tiles_, "-tile chunks") : "");
   }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
@@ -429,11 +524,18 @@ class QuantizedConvKernel final : public Kernel {
       {
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < groups_ * hp_; ++row) quantize_row(x, xp, row, q);
+        if (winograd_ != nullptr) {
+#pragma omp for schedule(dynamic, 1)
+          for (int64_t c = 0; c < ceil_div(tile_rows_, chunk_rows_); ++c) {
+            run_winograd_chunk(xp, yb, residual, scale.data(), c);
+          }
+        } else {
 #pragma omp for schedule(dynamic, chunk)
-        for (int64_t item = 0; item < items; ++item) {
-          const int64_t oy = item % bands * split_.band_rows;
-          run_band(xp, yb, residual, scale.data(), panels_[static_cast<size_t>(item / bands)], oy,
-                   std::min(p_.oh, oy + split_.band_rows));
+          for (int64_t item = 0; item < items; ++item) {
+            const int64_t oy = item % bands * split_.band_rows;
+            run_band(xp, yb, residual, scale.data(), panels_[static_cast<size_t>(item / bands)], oy,
+                     std::min(p_.oh, oy + split_.band_rows));
+          }
         }
         if (!p_.blocked) {
           // Y's planes from the blocked image, then the epilogue over them (plain R).
@@ -552,9 +654,116 @@ class QuantizedConvKernel final : public Kernel {
     }
   }
 
+  // Integer Winograd F(2x2, 3x3) for a 3x3 stride-1 conv on the blocked layout with even output
+  // sides, as cpu.winograd in floats (winograd_conv_kernel.cc) but exact: with 2G for G the
+  // transformed filters U' = 4U are integers, |U'| <= 9 x 255, and |V| <= 4 x 255, both int16,
+  // multiplied in pairs by the same vpmaddwd tiles into int32 sums M; the output transform's
+  // A^T M A is then 4x the direct sum, mod 2^32, so a shift by 2 gives that sum exactly while it
+  // stays below 2^29 in magnitude: at most C x 9 x 255 x 255, so C <= kWinogradMaxChannels.
+  void plan_winograd() {
+    const int64_t b = p_.lanes;
+    if (!p_.blocked || p_.kh != 3 || p_.kw != 3 || p_.sh != 1 || p_.sw != 1 || p_.dh != 1 || p_.dw != 1 ||
+        p_.oh % 2 != 0 || p_.ow % 2 != 0 || p_.c > kWinogradMaxChannels) {
+      return;
+    }
+    tile_rows_ = p_.oh / 2;
+    row_tiles_ = p_.ow / 2;
+    // Chunks of tile rows as cpu.winograd's: V (int16) and M (int32) in half of L2, two chunks
+    // per thread where there are rows enough; declined where small chunks stream large filters.
+    const int64_t l2 = active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024;
+    const int64_t tile_bytes = 16 * (groups_ * b * 2 + out_blocks_ * b * 4);
+    const int64_t spread = ceil_div(tile_rows_, 2 * std::max(1, omp_get_max_threads()));
+    chunk_rows_ = std::clamp<int64_t>(std::min(l2 / 2 / tile_bytes / row_tiles_, spread), 1, tile_rows_);
+    if (chunk_rows_ * row_tiles_ < 6 && 16 * groups_ * b * out_blocks_ * b * 2 > l2 / 2) return;
+    xi_weights_ = groups_ * b * out_blocks_ * b;
+    winograd_ = hwy::AllocateAligned<int16_t>(static_cast<size_t>(16 * xi_weights_));
+    constexpr int64_t kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};  // 2G
+    for (int64_t oc = 0; oc < out_blocks_ * b; ++oc) {
+      const Panel& panel = panels_[static_cast<size_t>(oc / b / 2)];
+      const int64_t cols = panel.blocks * b, j = oc - panel.first * b;
+      for (int64_t c = 0; c < groups_ * b; ++c) {
+        int64_t g[3][3] = {};
+        for (int64_t tap = 0; tap < 9 && oc < p_.m && c < p_.c; ++tap) g[tap / 3][tap % 3] = weight(oc, c, tap);
+        const int64_t group = c / b, pair = c % b / 2, half = c % 2;
+        for (int64_t xi = 0; xi < 16; ++xi) {
+          int64_t u = 0;
+          for (int64_t a = 0; a < 3; ++a) {
+            for (int64_t e = 0; e < 3; ++e) u += kG2[xi / 4][a] * g[a][e] * kG2[xi % 4][e];
+          }
+          const int64_t at = xi * xi_weights_ + panel.offset / 9 + ((group * (b / 2) + pair) * cols + j) * 2 + half;
+          winograd_[static_cast<size_t>(at)] = static_cast<int16_t>(u);
+        }
+      }
+    }
+    // The products' split for a full chunk and the last, shorter one: the chunk's tiles as one
+    // row, one tap, runs of input blocks whose weights fit in L1.
+    for (const int64_t rows : {chunk_rows_, tile_rows_ % chunk_rows_}) {
+      const int64_t tiles = rows * row_tiles_;
+      winograd_splits_.push_back(
+          tiles == 0 ? DirectConvSplit{} : direct_conv_split(groups_, b * 2 * b * 2, 1, tiles, mr_, 1, 1, 1, 1, tiles, b));
+    }
+  }
+
+  // Tile rows [chunk x chunk_rows_, ...) of one image by the integer F(2x2, 3x3): V from the
+  // zero-bordered int16 image, the 16 products in int32 on the direct tiles, then Y, and the
+  // epilogue over the chunk's rows.
+  void run_winograd_chunk(const int16_t* xp, float* y, const float* residual, const float* scale, int64_t chunk) const {
+    const int64_t b = p_.lanes, ty0 = chunk * chunk_rows_, rows = std::min(chunk_rows_, tile_rows_ - ty0);
+    const int64_t tiles = rows * row_tiles_, plane = p_.oh * p_.ow * b, first = 2 * ty0 * p_.ow * b;
+    const DirectConvSplit& split = winograd_splits_[rows == chunk_rows_ ? 0 : 1];
+    thread_local hwy::AlignedFreeUniquePtr<int16_t[]> v_buffer;
+    thread_local hwy::AlignedFreeUniquePtr<int32_t[]> m_buffer;
+    thread_local size_t v_capacity = 0, m_capacity = 0;
+    const size_t v_size = static_cast<size_t>(16 * groups_ * tiles * b), m_size = static_cast<size_t>(16 * out_blocks_ * tiles * b);
+    if (v_capacity < v_size) v_buffer = hwy::AllocateAligned<int16_t>(v_capacity = v_size);
+    if (m_capacity < m_size) m_buffer = hwy::AllocateAligned<int32_t>(m_capacity = m_size);
+    int16_t* v = v_buffer.get();
+    int32_t* m = m_buffer.get();
+    const hwy_cpu::QWinogradInput input{xp + 2 * ty0 * wp_ * b, static_cast<size_t>(wp_ * b),
+                                        static_cast<size_t>(hp_ * wp_ * b), static_cast<size_t>(groups_),
+                                        static_cast<size_t>(rows), static_cast<size_t>(row_tiles_), v};
+    HWY_DYNAMIC_DISPATCH(hwy_cpu::QWinogradInputTransform)(input);
+    hwy_cpu::QConvRow t{};
+    t.pixel_stride = static_cast<size_t>(b);
+    t.taps = split.taps.data();
+    t.num_taps = split.taps.size();
+    t.group_stride = static_cast<size_t>(tiles * b);
+    t.y_group = static_cast<size_t>(tiles * b);
+    t.tiles = split.row_tiles.data();
+    t.num_tiles = split.row_tiles.size() / 2;
+    for (int64_t xi = 0; xi < 16; ++xi) {
+      for (const Panel& panel : panels_) {
+        t.blocks = static_cast<size_t>(panel.blocks);
+        for (int64_t g0 = 0; g0 < groups_; g0 += split.run_groups) {
+          t.x = v + (xi * groups_ + g0) * tiles * b;
+          t.groups = static_cast<size_t>(std::min(groups_, g0 + split.run_groups) - g0);
+          t.w = winograd_.get() + xi * xi_weights_ + panel.offset / 9 + g0 * b * panel.blocks * b;
+          t.y = reinterpret_cast<float*>(m + (xi * out_blocks_ + panel.first) * tiles * b);  // int32 sums
+          t.accumulate = g0 > 0;
+          HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvRowRun)(t);
+        }
+      }
+    }
+    const hwy_cpu::QWinogradOutput output{m, static_cast<size_t>(out_blocks_), static_cast<size_t>(rows),
+                                          static_cast<size_t>(row_tiles_), scale,
+                                          bias_.empty() ? nullptr : bias_.data(), y + first,
+                                          static_cast<size_t>(p_.ow * b), static_cast<size_t>(plane)};
+    HWY_DYNAMIC_DISPATCH(hwy_cpu::QWinogradOutputTransform)(output);
+    if (epilogue_.empty()) return;
+    for (int64_t k = 0; k < out_blocks_; ++k) {
+      const int64_t offset = k * plane + first;
+      hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
+                                   2 * rows * p_.ow * b);
+    }
+  }
+
   Plan p_;
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t mr_ = 0, groups_ = 0, out_blocks_ = 0, hp_ = 0, wp_ = 0;
+  // The integer Winograd's transformed weights ([16][panels as packed_], one tap), or null.
+  hwy::AlignedFreeUniquePtr<int16_t[]> winograd_;
+  int64_t xi_weights_ = 0, tile_rows_ = 0, row_tiles_ = 0, chunk_rows_ = 1;
+  std::vector<DirectConvSplit> winograd_splits_;
   DirectConvSplit split_;
   std::vector<Panel> panels_;
   hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
