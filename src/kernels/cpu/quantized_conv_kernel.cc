@@ -93,6 +93,7 @@ struct QWinogradOutput {
 #define HWY_TARGET_INCLUDE "kernels/cpu/quantized_conv_kernel.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/cpu/winograd_tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace opfuse::hwy_cpu {
@@ -225,34 +226,8 @@ void QWinogradInputTransform(const QWinogradInput& t) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (kLanes >= 8) {
     const hn::CappedTag<int16_t, kLanes> d;  // one pixel's b channels
-    const size_t tiles = t.tile_rows * t.row_tiles, xi_stride = t.groups * tiles * kLanes;
-    using V16 = hn::Vec<decltype(d)>;
-    const auto rows = [&](V16 d0, V16 d1, V16 d2, V16 d3, V16* out) HWY_ATTR {
-      out[0] = hn::Sub(d0, d2);
-      out[1] = hn::Add(d1, d2);
-      out[2] = hn::Sub(d2, d1);
-      out[3] = hn::Sub(d1, d3);
-    };
-    for (size_t g = 0; g < t.groups; ++g) {
-      for (size_t r = 0; r < t.tile_rows; ++r) {
-        const int16_t* p = t.x + g * t.group + 2 * r * t.row;
-        int16_t* v = t.v + (g * tiles + r * t.row_tiles) * kLanes;
-        for (size_t tx = 0; tx < t.row_tiles; ++tx, p += 2 * kLanes, v += kLanes) {
-          V16 cols[4][4];
-          for (size_t j = 0; j < 4; ++j) {
-            V16 c[4];
-            rows(hn::LoadU(d, p + j * kLanes), hn::LoadU(d, p + t.row + j * kLanes),
-                 hn::LoadU(d, p + 2 * t.row + j * kLanes), hn::LoadU(d, p + 3 * t.row + j * kLanes), c);
-            for (size_t i = 0; i < 4; ++i) cols[i][j] = c[i];
-          }
-          for (size_t i = 0; i < 4; ++i) {
-            V16 e[4];
-            rows(cols[i][0], cols[i][1], cols[i][2], cols[i][3], e);
-            for (size_t j = 0; j < 4; ++j) hn::StoreU(e[j], d, v + (4 * i + j) * xi_stride);
-          }
-        }
-      }
-    }
+    WinogradInputTiles(d, t.x, t.row, t.group, t.groups, t.tile_rows, t.row_tiles, t.v,
+                       [](hn::Vec<decltype(d)>) HWY_ATTR {});
   }
 #endif
 }
@@ -262,35 +237,19 @@ void QWinogradInputTransform(const QWinogradInput& t) {
 void QWinogradOutputTransform(const QWinogradOutput& t) {
   const DF df;
   const DI di;
-  const size_t tiles = t.tile_rows * t.row_tiles, xi_stride = t.blocks * tiles * kLanes;
-  const auto rows = [&](VI m0, VI m1, VI m2, VI m3, VI& o0, VI& o1) HWY_ATTR {
-    o0 = hn::Add(hn::Add(m0, m1), m2);
-    o1 = hn::Sub(hn::Sub(m1, m2), m3);
-  };
-  for (size_t k = 0; k < t.blocks; ++k) {
-    const auto s = hn::LoadU(df, t.scale + k * kLanes);
-    const auto c = t.bias != nullptr ? hn::LoadU(df, t.bias + k * kLanes) : hn::Zero(df);
-    for (size_t r = 0; r < t.tile_rows; ++r) {
-      const int32_t* m = t.m + (k * tiles + r * t.row_tiles) * kLanes;
-      float* y = t.y + k * t.group + 2 * r * t.row;
-      for (size_t tx = 0; tx < t.row_tiles; ++tx, m += kLanes, y += 2 * kLanes) {
-        VI sums[2][4];
-        for (size_t j = 0; j < 4; ++j) {
-          rows(hn::LoadU(di, m + j * xi_stride), hn::LoadU(di, m + (4 + j) * xi_stride),
-               hn::LoadU(di, m + (8 + j) * xi_stride), hn::LoadU(di, m + (12 + j) * xi_stride), sums[0][j], sums[1][j]);
-        }
-        for (size_t i = 0; i < 2; ++i) {
-          VI o[2];
-          rows(sums[i][0], sums[i][1], sums[i][2], sums[i][3], o[0], o[1]);
-          for (size_t j = 0; j < 2; ++j) {
-            auto v = hn::Mul(hn::ConvertTo(df, hn::ShiftRight<2>(o[j])), s);
-            if (t.bias != nullptr) v = hn::Add(v, c);  // as the direct tiles: no + 0 turning -0 into +0
-            hn::StoreU(v, df, y + i * t.row + j * kLanes);
-          }
-        }
-      }
-    }
-  }
+  WinogradOutputTiles(di, t.m, t.blocks, t.tile_rows, t.row_tiles, 2 * t.tile_rows, 2 * t.row_tiles,
+                      [&](size_t k) HWY_ATTR {
+                        const auto scale = hn::LoadU(df, t.scale + k * kLanes);
+                        const bool has_bias = t.bias != nullptr;
+                        const auto bias = has_bias ? hn::LoadU(df, t.bias + k * kLanes) : hn::Zero(df);
+                        float* y = t.y + k * t.group;
+                        return [=, &t](VI sum, size_t i, size_t j) HWY_ATTR {
+                          auto v = hn::Mul(hn::ConvertTo(df, hn::ShiftRight<2>(sum)), scale);
+                          // As the direct tiles: no + 0 turning the -0 of a zero sum into +0.
+                          if (has_bias) v = hn::Add(v, bias);
+                          hn::StoreU(v, df, y + i * t.row + j * kLanes);
+                        };
+                      });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -66,6 +66,7 @@ struct WinogradOutput {
 #define HWY_TARGET_INCLUDE "kernels/cpu/winograd_conv_kernel.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/cpu/winograd_tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace opfuse::hwy_cpu {
@@ -74,76 +75,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// B^T's rows applied to four values of a column or row of the patch.
-HWY_INLINE void InputRows(VF d0, VF d1, VF d2, VF d3, VF out[4]) {
-  out[0] = hn::Sub(d0, d2);
-  out[1] = hn::Add(d1, d2);
-  out[2] = hn::Sub(d2, d1);
-  out[3] = hn::Sub(d1, d3);
-}
-
 // False when a transformed value is not finite (then x * 0 is NaN and the sum of them too).
 bool WinogradInputTransform(const WinogradInput& t) {
   const DF d;
-  const size_t lanes = hn::Lanes(d), tiles = t.tile_rows * t.row_tiles, xi_floats = t.groups * tiles * lanes;
   const VF zero = hn::Zero(d);
   VF finite = zero;
-  for (size_t g = 0; g < t.groups; ++g) {
-    for (size_t r = 0; r < t.tile_rows; ++r) {
-      const float* HWY_RESTRICT p = t.x + g * t.group + 2 * r * t.row;
-      float* HWY_RESTRICT v = t.v + (g * tiles + r * t.row_tiles) * lanes;
-      for (size_t tx = 0; tx < t.row_tiles; ++tx, p += 2 * lanes, v += lanes) {
-        VF cols[4][4];  // B^T d: cols[i][j]
-        for (size_t j = 0; j < 4; ++j) {
-          VF c[4];
-          InputRows(hn::LoadU(d, p + j * lanes), hn::LoadU(d, p + t.row + j * lanes),
-                    hn::LoadU(d, p + 2 * t.row + j * lanes), hn::LoadU(d, p + 3 * t.row + j * lanes), c);
-          for (size_t i = 0; i < 4; ++i) cols[i][j] = c[i];
-        }
-        for (size_t i = 0; i < 4; ++i) {
-          VF e[4];
-          InputRows(cols[i][0], cols[i][1], cols[i][2], cols[i][3], e);
-          for (size_t j = 0; j < 4; ++j) {
-            hn::Store(e[j], d, v + (4 * i + j) * xi_floats);
-            finite = hn::MulAdd(e[j], zero, finite);
-          }
-        }
-      }
-    }
-  }
+  WinogradInputTiles(d, t.x, t.row, t.group, t.groups, t.tile_rows, t.row_tiles, t.v,
+                     [&](VF e) HWY_ATTR { finite = hn::MulAdd(e, zero, finite); });
   return hn::AllTrue(d, hn::Eq(finite, zero));
-}
-
-// A^T's rows applied to four values: the sums giving output 0 and output 1.
-HWY_INLINE void OutputRows(VF m0, VF m1, VF m2, VF m3, VF& o0, VF& o1) {
-  o0 = hn::Add(hn::Add(m0, m1), m2);
-  o1 = hn::Sub(hn::Sub(m1, m2), m3);
 }
 
 void WinogradOutputTransform(const WinogradOutput& t) {
   const DF d;
-  const size_t lanes = hn::Lanes(d), tiles = t.tile_rows * t.row_tiles, xi_floats = t.blocks * tiles * lanes;
-  for (size_t k = 0; k < t.blocks; ++k) {
-    const VF bias = hn::LoadU(d, t.bias + k * lanes);
-    for (size_t r = 0; r < t.tile_rows; ++r) {
-      const float* HWY_RESTRICT m = t.m + (k * tiles + r * t.row_tiles) * lanes;
-      float* HWY_RESTRICT y = t.y + k * t.group + 2 * r * t.row;
-      for (size_t tx = 0; tx < t.row_tiles; ++tx, m += lanes, y += 2 * lanes) {
-        VF s[2][4];  // A^T M: s[i][j]
-        for (size_t j = 0; j < 4; ++j) {
-          OutputRows(hn::Load(d, m + j * xi_floats), hn::Load(d, m + (4 + j) * xi_floats),
-                     hn::Load(d, m + (8 + j) * xi_floats), hn::Load(d, m + (12 + j) * xi_floats), s[0][j], s[1][j]);
-        }
-        const bool second_column = 2 * tx + 1 < t.width;
-        for (size_t i = 0; i < 2 && 2 * r + i < t.height; ++i) {
-          VF o0, o1;
-          OutputRows(s[i][0], s[i][1], s[i][2], s[i][3], o0, o1);
-          hn::StoreU(hn::Add(o0, bias), d, y + i * t.row);
-          if (second_column) hn::StoreU(hn::Add(o1, bias), d, y + i * t.row + lanes);
-        }
-      }
-    }
-  }
+  const size_t lanes = hn::Lanes(d);
+  WinogradOutputTiles(d, t.m, t.blocks, t.tile_rows, t.row_tiles, t.height, t.width,
+                      [&](size_t k) HWY_ATTR {
+                        const VF bias = hn::LoadU(d, t.bias + k * lanes);
+                        float* y = t.y + k * t.group;
+                        return [=, &t](VF s, size_t i, size_t j) HWY_ATTR {
+                          hn::StoreU(hn::Add(s, bias), d, y + i * t.row + j * lanes);
+                        };
+                      });
 }
 
 }  // namespace HWY_NAMESPACE
