@@ -54,16 +54,49 @@ constexpr double kReorderOverheadMs = 0.01;
 EstimatingLayoutTimer::Rates rates_for(const Target& target) {
   // AVX-512: ~300 GFLOP/s for oneDNN's convs on 2 cores; nChw16c jit vs nhwc brgconv (above);
   // oneDNN runs a dilated conv on blocked data as brgconv on its own layout, reordering X and Y.
-  if (target.has_avx512()) return {3e8, 1.25, 1.0, 1.0, true};
+  // cpu.winograd on nChw16c against brgconv on nhwc, ResNet-50's 3x3 convs on an AMD EPYC Zen 5
+  // (2 threads, per-node medians of 20 runs): 64 -> 64 on 56x56 381-431 us against 573-593,
+  // 128 -> 128 on 28x28 429-456 against 530-545, 256 -> 256 on 14x14 472-529 against 526-579.
+  if (target.has_avx512()) return {3e8, 1.25, 1.0, 1.0, true, 0.8};
   // AVX2 (measured with --target avx2, docs/benchmarks.md): half the vector width. Dilated dense
   // convs run in place on nChw8c (cpu.conv, or onednn.tap_regions's own copies), while oneDNN
   // 2.6 runs them on nhwc as jit:avx2 at 1.25x cpu.conv's time or as gemm:jit at 4x (fr_detect's
   // 16 -> 16 3x3 convs of dilation 2, 3 and 5 on 30x40: 49, 48 and 166 us against 39, 39, 42).
-  return {1.5e8, 1.0, 1.0, 2.0, false};
+  // Winograd is not counted: blocked dense convs already cost what nhwc ones do here, and the
+  // layouts chosen with that were measured with cpu.winograd running (docs/benchmarks.md, wave 20).
+  return {1.5e8, 1.0, 1.0, 2.0, false, 1.0};
 }
 }  // namespace
 
-EstimatingLayoutTimer::EstimatingLayoutTimer(const Target& target) : rates_(rates_for(target)) {}
+bool estimated_as_winograd(const Node& conv, int64_t block, const Target& target) {
+  const auto y = known_dims(conv.output(0));
+  const auto w = known_dims(conv.input(1));
+  if (block <= 0 || !y || !w || y->size() != 4 || w->size() != 4 || (*w)[2] != 3 || (*w)[3] != 3) return false;
+  const AttrReader attrs(conv);
+  if (attrs.has("group") && attrs.get_int("group") != 1) return false;
+  for (const char* name : {"strides", "dilations"}) {
+    if (!attrs.has(name)) continue;
+    for (int64_t v : attrs.get_ints(name)) {
+      if (v != 1) return false;
+    }
+  }
+  // cpu.conv's panels take output blocks in pairs.
+  const int64_t c = (*w)[1], m = (*w)[0];
+  const int64_t groups = (c + block - 1) / block, out_blocks = (m + block - 1) / block;
+  if (out_blocks % 2 != 0) return false;
+  // cpu.winograd's decline (plan_of in kernels/cpu/winograd_conv_kernel.cc): chunks of fewer
+  // than 6 tiles with transformed filters over half of L2. It sizes chunks for the threads it
+  // runs on; a compile is for the target's cores.
+  const int64_t tile_rows = ((*y)[2] + 1) / 2, row_tiles = ((*y)[3] + 1) / 2;
+  const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
+  const int64_t row_bytes = 16 * row_tiles * (groups + out_blocks) * block * 4;
+  const int64_t spread = (tile_rows + 2 * std::max(1, target.cores) - 1) / (2 * std::max(1, target.cores));
+  const int64_t chunk_rows = std::clamp<int64_t>(std::min(l2 / 2 / row_bytes, spread), 1, tile_rows);
+  const int64_t filter_bytes = 16 * groups * out_blocks * block * block * 4;
+  return chunk_rows * row_tiles >= 6 || filter_bytes <= l2 / 2;
+}
+
+EstimatingLayoutTimer::EstimatingLayoutTimer(const Target& target) : target_(target), rates_(rates_for(target)) {}
 
 double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_plain) {
   const auto x = known_dims(conv.input(0));
@@ -83,6 +116,7 @@ double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_pl
   double ms = flops / rates_.flops_per_ms;
   if (block == 0) return dense_window && dilated ? ms * rates_.nhwc_dilated_factor : ms;
   // A first conv reading the plain image when blocked runs oneDNN's dedicated kernel for it.
+  if (!x_plain && estimated_as_winograd(conv, block, target_)) return ms * rates_.winograd_factor;
   if (!x_plain) ms *= dense_window ? rates_.blocked_window_factor : rates_.blocked_pointwise_factor;
   if (dense_window && dilated && rates_.blocked_dilated_reorders) ms += reorder_ms(*x, block) + reorder_ms(*y, block);
   return ms;

@@ -38,6 +38,7 @@ class LayoutTimer {
 // so they cost the same in both layouts and the reorders around them decide. On AVX2 there is
 // no brgconv: both layouts run oneDNN's jit:avx2 kernels. A dilated dense conv has only
 // reference loops on the blocked layout, where the kernel reorders to oneDNN's layout and back.
+// A 3x3 conv of stride 1 that cpu.winograd takes blocked costs a factor of its nhwc time.
 // A reorder costs a fixed overhead plus its bytes read and written at a copy bandwidth.
 class EstimatingLayoutTimer : public LayoutTimer {
  public:
@@ -52,12 +53,20 @@ class EstimatingLayoutTimer : public LayoutTimer {
     double blocked_pointwise_factor;  // 1x1 and depthwise convs blocked, relative to nhwc
     double nhwc_dilated_factor;       // a dilated dense kxk conv on nhwc, relative to undilated
     bool blocked_dilated_reorders;    // a dilated dense kxk conv blocked reorders X and Y
+    double winograd_factor;           // a 3x3 conv blocked as cpu.winograd, relative to nhwc
   };
   const Rates& rates() const { return rates_; }
 
  private:
+  Target target_;
   Rates rates_;
 };
+
+// Whether the blocked form of `conv` (with `block`, X not plain) runs as cpu.winograd on the
+// target: a 3x3 window of stride 1, no dilation or groups, output channels in pairs of blocks,
+// and not declined for its filters' size (kernels/cpu/winograd_conv_kernel.cc; the test
+// tests/kernels/winograd_conv_test.cc holds the two to the same shapes).
+bool estimated_as_winograd(const Node& conv, int64_t block, const Target& target);
 
 // Replays timings a MeasuringLayoutTimer (runtime) took earlier (a tuning record's),
 // deterministically; a signature it lacks is estimated.

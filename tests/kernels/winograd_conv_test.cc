@@ -17,6 +17,7 @@
 #include "kernels/kernel.h"
 #include "kernels/omp_threads.h"
 #include "kernels/onednn_test_util.h"
+#include "passes/layout_measure.h"
 
 namespace opfuse {
 namespace {
@@ -156,6 +157,46 @@ TEST(WinogradConv, DeclinesOtherConvs) {
   EXPECT_FALSE(supported({3 * block, 2 * block, 3, 3}, x8, {}));
   const int64_t other = block == 8 ? 16 : 8;
   EXPECT_FALSE(supported({4 * other, 2 * other, 3, 3}, blocked_dims(1, 2 * other, 8, 8, other), {}, 1, other));
+}
+
+// The layout pass's estimate (passes/layout_measure.cc) counts a conv as cpu.winograd exactly
+// where the kernel takes its blocked form: windows, strides, groups, odd output blocks, and the
+// decline of large filters over small maps (ResNet-50's 512-channel 7x7 convs).
+TEST(WinogradConv, LayoutEstimateKnowsWhereItRuns) {
+  if (!vector_is_a_block()) GTEST_SKIP() << "no block of one vector on this tier";
+  std::mt19937 gen(44);
+  const int64_t block = active_target().channel_block();
+  const ScopedOmpThreads threads(2);
+  Target target = active_target();
+  target.cores = 2;
+  int winograd = 0, other = 0;
+  for (const int64_t c : {block, 2 * block, 32 * block}) {
+    for (const int64_t m : {2 * block, 3 * block, 32 * block}) {
+      for (const int64_t side : {4, 7, 14, 30}) {
+        for (const int64_t stride : {1, 2}) {
+          for (const int64_t group : {1, 2}) {
+            const Ints pads = {1, 1, 1, 1}, strides = {stride, stride};
+            const Ints w = {m, c / group, 3, 3};
+            Attributes attrs = {{"kernel_shape", Ints{3, 3}}, {"strides", strides}, {"pads", pads}, {"group", group}};
+            auto conv = make_node("Conv", {in(random_f32({1, c, side, side}, gen)), cst(random_f32(w, gen))}, attrs);
+            attrs["block"] = block;
+            auto blocked = make_node("BlockedConv",
+                                     {in(random_f32(blocked_dims(1, c, side, side, block), gen)), cst(random_f32(w, gen))},
+                                     attrs);
+            ASSERT_TRUE(conv != nullptr && blocked != nullptr);
+            SCOPED_TRACE(str_cat("c", c, " m", m, " side ", side, " stride ", stride, " group ", group));
+            const bool runs = winograd_conv_kernel().supports(blocked->context());
+            EXPECT_EQ(estimated_as_winograd(*conv->node, block, target), runs);
+            EXPECT_FALSE(estimated_as_winograd(*conv->node, 0, target));  // nhwc has no Winograd
+            (runs ? winograd : other) += 1;
+          }
+        }
+      }
+    }
+  }
+  // Both answers occur, the decline of large filters among the refusals.
+  EXPECT_GT(winograd, 0);
+  EXPECT_GT(other, 0);
 }
 
 }  // namespace

@@ -331,13 +331,14 @@ std::map<std::string, int64_t> estimated_layouts(const std::string& text, IsaTie
   return out;
 }
 
-// A 3x3 conv #window on 64 channels at 28x28 (`group` 1: dense, 231 MFLOP; 64: depthwise) and
-// a 1x1 conv #pointwise after it.
-std::string window_then_pointwise(int group) {
+// A `k`x`k` conv #window on 64 channels at 28x28 (`group` 1: dense, 231 MFLOP at 3x3; 64:
+// depthwise) and a 1x1 conv #pointwise after it.
+std::string window_then_pointwise(int group, int k = 3) {
   return str_cat(R"(graph @main opset 13 (%x: f32[1,64,28,28]) {
-  %w1: f32[64,)", 64 / group, R"(,3,3] = const splat 0.01
+  %w1: f32[64,)", 64 / group, ",", k, ",", k, R"(] = const splat 0.01
   %w2: f32[64,64,1,1] = const splat 0.02
-  %c1: f32[1,64,28,28] = Conv(%x, %w1) {group = )", group, R"(, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #window
+  %c1: f32[1,64,28,28] = Conv(%x, %w1) {group = )", group, ", kernel_shape = [", k, ", ", k, "], pads = [", k / 2, ", ",
+                 k / 2, ", ", k / 2, ", ", k / 2, R"(]} #window
   %r1: f32[1,64,28,28] = Relu(%c1) #relu
   %c2: f32[1,64,28,28] = Conv(%r1, %w2) {kernel_shape = [1, 1]} #pointwise
   return %c2
@@ -345,10 +346,16 @@ std::string window_then_pointwise(int group) {
 }
 
 TEST(LayoutEstimateTest, DenseWindowConvRunsNhwcAndThePointwiseConvFollowsIt) {
-  // The 3x3 conv is estimated 1.25x slower on nChw16c; the 1x1 conv costs the same in both, so
+  // The 5x5 conv is estimated 1.25x slower on nChw16c; the 1x1 conv costs the same in both, so
   // it follows rather than pay a reorder.
-  EXPECT_EQ(estimated_layouts(window_then_pointwise(1)),
+  EXPECT_EQ(estimated_layouts(window_then_pointwise(1, 5)),
             (std::map<std::string, int64_t>{{"window", 0}, {"pointwise", 0}}));
+}
+
+TEST(LayoutEstimateTest, WinogradConvRunsBlockedAndThePointwiseConvFollowsIt) {
+  // A 3x3 conv of stride 1 runs as cpu.winograd on nChw16c, estimated at 0.8x its nhwc time.
+  EXPECT_EQ(estimated_layouts(window_then_pointwise(1, 3)),
+            (std::map<std::string, int64_t>{{"window", 16}, {"pointwise", 16}}));
 }
 
 TEST(LayoutEstimateTest, DepthwiseAndPointwiseConvsStayOnNchw16c) {
@@ -376,17 +383,22 @@ TEST(LayoutEstimateTest, ConcatOnChannelsKeepsItsBranchesOnNchw16c) {
 }
 
 TEST(LayoutEstimateTest, EstimatesFollowTheRules) {
-  auto g = parse_graph(window_then_pointwise(1));
-  ASSERT_TRUE(g.is_ok());
+  auto g = parse_graph(window_then_pointwise(1, 5));
+  auto g3 = parse_graph(window_then_pointwise(1, 3));
+  ASSERT_TRUE(g.is_ok() && g3.is_ok());
   Target avx512;
   avx512.isa = IsaTier::kAvx512Core;
   EstimatingLayoutTimer t(avx512);
   const Node* dense = g->find_node("window");
+  const Node* winograd = g3->find_node("window");
   const Node* pointwise = g->find_node("pointwise");
   ASSERT_NE(dense, nullptr);
+  ASSERT_NE(winograd, nullptr);
   ASSERT_NE(pointwise, nullptr);
   EXPECT_NEAR(t.conv_ms(*dense, 16, false), 1.25 * t.conv_ms(*dense, 0, false), 1e-12);
+  EXPECT_NEAR(t.conv_ms(*winograd, 16, false), 0.8 * t.conv_ms(*winograd, 0, false), 1e-12);
   EXPECT_EQ(t.conv_ms(*dense, 16, true), t.conv_ms(*dense, 0, false));  // a first conv reading the image
+  EXPECT_EQ(t.conv_ms(*winograd, 16, true), t.conv_ms(*winograd, 0, false));
   EXPECT_EQ(t.conv_ms(*pointwise, 16, false), t.conv_ms(*pointwise, 0, false));
   EXPECT_NEAR(t.conv_ms(*pointwise, 0, false), 2.0 * 64 * 64 * 28 * 28 / 3e8, 1e-12);
   EXPECT_LT(t.reorder_ms({1, 64, 28, 28}, 16), t.reorder_ms({1, 64, 56, 56}, 16));

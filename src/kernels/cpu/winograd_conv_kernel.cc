@@ -359,7 +359,11 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 
 }  // namespace
 
-bool winograd_conv_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
+// On every tier with a block of one vector. AVX2 (Zen 3, against cpu.conv): see kMinChunkTiles
+// and docs/benchmarks.md wave 20. AVX-512 (Zen 5, 2 threads, ResNet-50's 3x3 convs, per-node
+// medians of 20 runs): 0.72-0.87x the time of oneDNN's brgconv on nhwc, its fastest layout there
+// (passes/layout_measure.cc weighs the two), and less than its jit kernel on nChw16c.
+bool winograd_conv_wins(const Target&) { return true; }
 
 KernelImpl winograd_conv_kernel() { return {"cpu.winograd", "BlockedConv", supports, create, winograd_conv_wins}; }
 
