@@ -17,7 +17,7 @@ const std::vector<PassDef>& all_passes() {
        run_simplify_pass},
       {"fp16_in_fp32", "computes a float16 model in float32: weights widened once, float16 Casts dropped, Casts only at float16 graph inputs/outputs",
        run_fp16_in_fp32_pass},
-      {"integer_products_in_fp32", "takes integer products off the reference loops: MatMulInteger (with ONNX Runtime's dequantization and bias: opfuse::FusedMatMulInteger) and QLinearMatMul onto an exact 16-bit integer GEMM, below VNNI ConvInteger with its DynamicQuantizeLinear onto an exact 16-bit integer conv (opfuse::QuantizedConv, from AVX2), other ConvIntegers and QLinearConv as float32 Convs",
+      {"integer_products_in_fp32", "takes integer products off the reference loops: MatMulInteger (with ONNX Runtime's dequantization and bias: opfuse::FusedMatMulInteger) and QLinearMatMul onto an exact 16-bit integer GEMM, ConvInteger with its DynamicQuantizeLinear onto an exact 16-bit integer conv (opfuse::QuantizedConv, from AVX2), QLinearConv and (below VNNI) other ConvIntegers as float32 Convs",
        run_integer_products_in_fp32_pass},
       {"quantize_pairs_in_fp32", "computes QuantizeLinear -> DequantizeLinear pairs of one constant scale and zero point (QDQ models' activations) as elementwise float ops, exactly",
        run_quantize_pairs_in_fp32_pass},

@@ -179,13 +179,15 @@ struct QuantizedConvGraph {
   std::string y = "1,16,6,6";  // the output's dims (for the residual)
   bool i8 = false;
   bool residual = false;
+  int64_t group = 1;  // other than 1: add "group = N" to attrs
 };
 
 std::string quantized_conv(const QuantizedConvGraph& q = {}) {
   const std::string wt = q.i8 ? "i8" : "u8";
+  const int64_t cg = q.c / q.group;
   return str_cat("graph @main (%x: f32[1,", q.c, ",", q.h, ",", q.w, "]", q.residual ? str_cat(", %r: f32[", q.y, "]") : "",
-                 ") {\n  %wq: ", wt, "[", q.m, ",", q.c, ",", q.k, ",", q.k, "] = const [",
-                 weights(q.m * q.c * q.k, q.k, q.i8 ? -128 : 0, q.i8 ? 127 : 255), "]\n  %wz: ", wt, "[", q.m, "] = const [",
+                 ") {\n  %wq: ", wt, "[", q.m, ",", cg, ",", q.k, ",", q.k, "] = const [",
+                 weights(q.m * cg * q.k, q.k, q.i8 ? -128 : 0, q.i8 ? 127 : 255), "]\n  %wz: ", wt, "[", q.m, "] = const [",
                  weights(1, q.m, q.i8 ? -30 : 90, q.i8 ? 30 : 200), "]\n  %ws: f32[] = const [0.01]\n  %b: f32[", q.m,
                  "] = const [", weights(1, q.m, -3, 3), "]\n  %shape: i64[4] = const [1, ", q.m, R"(, 1, 1]
   %b4 = Reshape(%b, %shape)
@@ -198,17 +200,25 @@ std::string quantized_conv(const QuantizedConvGraph& q = {}) {
 )", q.residual ? "  %ar = Add(%a, %r)\n" : "  %ar = Identity(%a)\n", "  %y = Relu(%ar)\n  return %y\n}\n");
 }
 
-// Below AVX2 ConvInteger becomes a float32 Conv of dequantized operands; on AVX2 and AVX-512
-// without VNNI the quantizer, the conv, its dequantization and bias one
-// opfuse::QuantizedConv; with VNNI it stays for oneDNN's int8 convolution.
+// Below AVX2 ConvInteger becomes a float32 Conv of dequantized operands; from AVX2, VNNI or not,
+// the quantizer, the conv, its dequantization and bias one opfuse::QuantizedConv. A grouped
+// ConvInteger (no cpu.conv_i16) is a float32 Conv without VNNI and stays for oneDNN's int8
+// convolution with it.
 TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
   for (IsaTier isa : {IsaTier::kSse41, IsaTier::kAvx2, IsaTier::kAvx512Core, IsaTier::kAvx512CoreVnni}) {
     SCOPED_TRACE(std::string(isa_tier_name(isa)));
+    const bool vnni = isa >= IsaTier::kAvx512CoreVnni, integer = isa >= IsaTier::kAvx2;
+    PassContext grouped_ctx;
+    grouped_ctx.target.isa = isa;
+    const Graph grouped =
+        pipeline_at(quantized_conv({.attrs = "pads = [1, 1, 1, 1], group = 2", .group = 2}), OptLevel::kO1, grouped_ctx);
+    EXPECT_EQ(count_op(grouped, "ConvInteger"), vnni ? 1 : 0) << print_graph(grouped);
+    EXPECT_EQ(count_op(grouped, "Conv"), vnni ? 0 : 1) << print_graph(grouped);
+    EXPECT_EQ(decided(grouped_ctx, kRule, false, "VNNI"), vnni);
     PassContext ctx;
     ctx.target.isa = isa;
     const Graph g = pipeline_at(quantized_conv(), OptLevel::kO1, ctx);
-    const bool vnni = isa >= IsaTier::kAvx512CoreVnni, integer = !vnni && isa >= IsaTier::kAvx2;
-    EXPECT_EQ(count_op(g, "ConvInteger"), vnni ? 1 : 0) << print_graph(g);
+    EXPECT_EQ(count_op(g, "ConvInteger"), 0) << print_graph(g);
     EXPECT_EQ(count_op(g, "Conv"), isa == IsaTier::kSse41 ? 1 : 0) << print_graph(g);
     EXPECT_EQ(count_op(g, "QuantizedConv"), integer ? 1 : 0) << print_graph(g);
     if (integer) {  // the Add of the bias is the anchor's, the Relu its epilogue from O2
@@ -218,17 +228,17 @@ TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
     }
     EXPECT_EQ(decided(ctx, kRule, true, "scales folded into its operands"), isa == IsaTier::kSse41);
     EXPECT_EQ(decided(ctx, kRule, true, "as opfuse::QuantizedConv"), integer);
-    EXPECT_EQ(decided(ctx, kRule, false, "VNNI"), vnni);
+    EXPECT_FALSE(decided(ctx, kRule, false, "VNNI"));
   }
 }
 
-// On this machine's target at every level, with NaN and Inf in x too: below VNNI (from AVX2) one
+// On this machine's target at every level, with NaN and Inf in x too: from AVX2 one
 // cpu.conv_i16 step and eager mode's outputs bit for bit, the residual Add and Relu in its
-// epilogue from O2 (plain at O1 and O2, blocked at O3); with VNNI oneDNN's integer convolution.
+// epilogue from O2 (plain at O1 and O2, blocked at O3), VNNI or not.
 TEST(IntegerProductsInFp32, ADynamicallyQuantizedConvIsOneExactAnchor) {
   const std::string text = quantized_conv({.residual = true});
   const IsaTier isa = active_target().isa;
-  const bool integer = isa >= IsaTier::kAvx2 && isa < IsaTier::kAvx512CoreVnni;
+  const bool integer = isa >= IsaTier::kAvx2;
   for (const LevelRun& r : compile_at_every_level(text, 5, 7, 30, 1e30f)) {
     SCOPED_TRACE(str_cat(static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
     if (!integer) {
@@ -249,7 +259,7 @@ TEST(IntegerProductsInFp32, ADynamicallyQuantizedConvIsOneExactAnchor) {
 // padding, dilation 2, int8 weights, and rows wider than a tile.
 TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
   const IsaTier isa = active_target().isa;
-  if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
+  if (isa < IsaTier::kAvx2) GTEST_SKIP() << "no cpu.conv_i16 on this target";
   const std::vector<QuantizedConvGraph> cases = {
       {.c = 3, .m = 8, .h = 9, .w = 13, .y = "1,8,9,13"},
       {.c = 12, .m = 24, .h = 5, .w = 7, .y = "1,24,5,7", .i8 = true},
@@ -270,7 +280,7 @@ TEST(IntegerProductsInFp32, DynamicallyQuantizedConvKernelEdges) {
 // two runs, a residual; an odd output side stays on the direct tiles.
 TEST(IntegerProductsInFp32, DynamicallyQuantizedConvWinogradIsExact) {
   const IsaTier isa = active_target().isa;
-  if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
+  if (isa < IsaTier::kAvx2) GTEST_SKIP() << "no cpu.conv_i16 on this target";
   const std::vector<QuantizedConvGraph> cases = {
       {.c = 24, .m = 40, .h = 30, .w = 14, .y = "1,40,30,14", .i8 = true},
       {.c = 96, .m = 16, .h = 8, .w = 20, .y = "1,16,8,20", .residual = true},
@@ -304,7 +314,7 @@ TEST(IntegerProductsInFp32, QuantizedAnchorsKeepFiniteValuesFinite) {
 // maps) loses them at O3 (prune_conv_taps): padding is x's zero point, so they add exactly 0.
 TEST(IntegerProductsInFp32, DynamicallyQuantizedConvLosesTapsThatReadOnlyPadding) {
   const IsaTier isa = active_target().isa;
-  if (isa < IsaTier::kAvx2 || isa >= IsaTier::kAvx512CoreVnni) GTEST_SKIP() << "no cpu.conv_i16 on this target";
+  if (isa < IsaTier::kAvx2) GTEST_SKIP() << "no cpu.conv_i16 on this target";
   const std::string text = quantized_conv({.c = 16, .m = 16, .h = 5, .w = 5, .attrs = "dilations = [8, 8], pads = [8, 8, 8, 8]", .y = "1,16,5,5"});
   PassContext ctx;
   const Graph g = pipeline_at(text, OptLevel::kO3, ctx);
