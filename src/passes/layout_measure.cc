@@ -115,7 +115,8 @@ double EstimatingLayoutTimer::conv_ms(const Node& conv, int64_t block, bool x_pl
   for (size_t i = 1; i < 4; ++i) flops *= static_cast<double>((*w)[i]);
   double ms = flops / rates_.flops_per_ms;
   if (block == 0) return dense_window && dilated ? ms * rates_.nhwc_dilated_factor : ms;
-  // A first conv reading the plain image when blocked runs oneDNN's dedicated kernel for it.
+  // A first conv reading the plain image when blocked runs oneDNN's dedicated kernel for it;
+  // cpu.winograd needs X blocked.
   if (!x_plain && estimated_as_winograd(conv, block, target_)) return ms * rates_.winograd_factor;
   if (!x_plain) ms *= dense_window ? rates_.blocked_window_factor : rates_.blocked_pointwise_factor;
   if (dense_window && dilated && rates_.blocked_dilated_reorders) ms += reorder_ms(*x, block) + reorder_ms(*y, block);
