@@ -39,6 +39,8 @@ class Tensor {
   }
 
   bool defined() const { return dtype_ != DType::kUndefined; }
+  // Whether this is the only tensor holding its storage (no copy, view or wrap of it lives).
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t rank() const { return static_cast<int64_t>(dims_.size()); }

@@ -19,6 +19,10 @@ namespace opfuse {
 // once when the arena is created so a run only rebinds graph inputs and outputs.
 struct CompiledPlan::Arena {
   Tensor memory;
+  // The graph outputs of this arena's last run. The next run writes into those its caller has
+  // released instead of allocating: a large buffer comes from the OS afresh on each allocation,
+  // and writing IS-Net's 64 MiB output into new pages cost 57-100 ms of a 750 ms run on a Zen 5.
+  std::vector<Tensor> outputs;
   std::vector<Tensor> slot_tensors;
   std::vector<std::vector<const Tensor*>> step_inputs;
   std::vector<std::vector<Tensor*>> step_outputs;
@@ -394,8 +398,12 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
         const Value* v = graph_->outputs()[slot.index];
         const Slot& whole = slots_[output_slots_[slot.index]];  // `slot` may be a slab of it
         // Every element is written by the plan's steps before the run returns.
-        OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index],
-                                Tensor::uninitialized(whole.dtype, whole.dims, str_cat("output '", v->name(), "'")));
+        if (static_cast<size_t>(slot.index) < arena->outputs.size() && arena->outputs[slot.index].sole_owner()) {
+          outputs[slot.index] = arena->outputs[slot.index];
+        } else {
+          OPFUSE_ASSIGN_OR_RETURN(outputs[slot.index],
+                                  Tensor::uninitialized(whole.dtype, whole.dims, str_cat("output '", v->name(), "'")));
+        }
       }
       arena->slot_tensors[i] = Tensor::wrap(
           slot.dtype, slot.dims, static_cast<uint8_t*>(outputs[slot.index].raw_data()) + slot.byte_offset, nullptr);
@@ -432,6 +440,7 @@ Result<TensorMap> CompiledPlan::run_steps(const TensorMap& inputs, std::vector<S
       result[v->name()] = arena->slot_tensors[output_slots_[i]].clone();
     }
   }
+  arena->outputs = std::move(outputs);
   release_arena(std::move(arena));
   OPFUSE_TRY(status);
   return result;

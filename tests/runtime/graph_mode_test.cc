@@ -2,6 +2,7 @@
 // input checks every mode shares.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "core/random.h"
@@ -82,6 +83,27 @@ TEST(GraphModeTest, ConcurrentRunsOnOneSessionMatchSingleThreadedResults) {
   }
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// A run writes its outputs into the previous run's output buffers when the caller has released
+// them (large buffers would otherwise come from the OS afresh every run), never into ones the
+// caller still holds.
+TEST(GraphModeTest, ReleasedOutputsAreReusedAndHeldOnesAreNot) {
+  const Session graph = make_session(ExecutionMode::kGraph, OptLevel::kO1);
+  const TensorMap a = {{"image", random_image(64, 7)}}, b = {{"image", random_image(64, 8)}};
+  const Tensor held = graph.run(a)->at("probabilities");
+  const Tensor want_a = held.clone();
+  const void* released = nullptr;
+  {
+    const Tensor second = graph.run(b)->at("probabilities");
+    EXPECT_NE(second.raw_data(), held.raw_data());
+    EXPECT_EQ(std::memcmp(held.raw_data(), want_a.raw_data(), want_a.nbytes()), 0) << "a held output was overwritten";
+    EXPECT_NE(std::memcmp(second.raw_data(), want_a.raw_data(), want_a.nbytes()), 0);
+    released = second.raw_data();
+  }
+  const Tensor third = graph.run(a)->at("probabilities");
+  EXPECT_EQ(third.raw_data(), released);
+  EXPECT_EQ(std::memcmp(third.raw_data(), want_a.raw_data(), want_a.nbytes()), 0);
 }
 
 TEST(GraphModeTest, WrongInputsAreRejectedBeforeRunning) {
