@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 
@@ -309,6 +311,70 @@ TEST(PackedGemm, BlocksFollowTheTargetsCaches) {
   EXPECT_EQ(b.mc, 126);
   b = gemm_blocks(zen3, 256, 33, 16, 6, 4, 8);
   EXPECT_EQ(b.mc, 8190);
+}
+
+
+// Not a test: GFLOP/s of cpu.gemm next to the kernel create_kernel picks by default (oneDNN on
+// AVX-512) on BERT-base's and mlp_blocks' products. Each shape runs as a chain of products with
+// distinct weights, GEMM_BYTES in all (64 MiB by default, so that they stream from memory as in
+// the models; a few MiB keeps them in L3), on one shared A (in cache, as a model's activations),
+// with 1 and 2 threads, the two kernels alternating over 15 rounds. GEMM_SHAPE=MxKxN times that
+// shape alone. Compare with `opfuse_fma_peak` run just before:
+//   ./build/tests/opfuse_tests --gtest_also_run_disabled_tests --gtest_filter='PackedGemmBench*'
+TEST(PackedGemmBench, DISABLED_BertAndMlpShapes) {
+  std::mt19937 gen(17);
+  struct Shape {
+    long long m, k, n;
+  };
+  std::vector<Shape> shapes = {{128, 768, 768}, {128, 768, 3072}, {128, 3072, 768}, {64, 1024, 2048},
+                               {64, 2048, 1024}};
+  if (const char* e = std::getenv("GEMM_SHAPE")) {
+    Shape one{};
+    ASSERT_EQ(std::sscanf(e, "%lldx%lldx%lld", &one.m, &one.k, &one.n), 3) << "GEMM_SHAPE=MxKxN";
+    shapes = {one};
+  }
+  const long long bytes = std::getenv("GEMM_BYTES") ? std::atoll(std::getenv("GEMM_BYTES")) : 64ll << 20;
+  const int saved = omp_get_max_threads();
+  for (const Shape& s : shapes) {
+    const long long copies = std::max(2ll, bytes / (s.k * s.n * 4));
+    const Tensor a = random_f32({s.m, s.k}, gen);  // one storage, shared by every node
+    std::vector<std::unique_ptr<onednn_test::OneNode>> nodes;
+    std::vector<std::unique_ptr<Kernel>> ours, theirs;
+    for (long long i = 0; i < copies; ++i) {
+      auto n = make_node("MatMul", {in(a), cst(random_f32({s.k, s.n}, gen))});
+      ASSERT_NE(n, nullptr);
+      auto packed = packed_matmul_kernel().create(n->context());
+      auto chosen = create_kernel(n->context());
+      ASSERT_TRUE(packed.is_ok() && chosen.is_ok());
+      ours.push_back(std::move(*packed));
+      theirs.push_back(std::move(*chosen));
+      nodes.push_back(std::move(n));
+    }
+    std::vector<std::vector<Tensor>> outs;
+    for (const auto& n : nodes) outs.push_back(n->make_outputs());
+    // Seconds per product of running the whole chain once.
+    auto chain = [&](const std::vector<std::unique_ptr<Kernel>>& ks) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < ks.size(); ++i) {
+        Tensor* y = &outs[i][0];
+        EXPECT_TRUE(ks[i]->run(nodes[i]->args(), {&y, 1}).is_ok());
+      }
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / ks.size();
+    };
+    const double flops = 2.0 * s.m * s.k * s.n;
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      chain(ours), chain(theirs);  // warm-up
+      std::vector<double> a_times, b_times;
+      for (int round = 0; round < 15; ++round) a_times.push_back(chain(ours)), b_times.push_back(chain(theirs));
+      std::sort(a_times.begin(), a_times.end());
+      std::sort(b_times.begin(), b_times.end());
+      std::printf("%d thr  %4lldx%4lldx%4lld x%-3lld cpu.gemm %6.1f GFLOP/s (%s) | %s %6.1f GFLOP/s (%s)\n", threads,
+                  s.m, s.k, s.n, copies, flops / a_times[7] / 1e9, ours[0]->implementation().c_str(),
+                  std::string(theirs[0]->name()).c_str(), flops / b_times[7] / 1e9, theirs[0]->implementation().c_str());
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace
