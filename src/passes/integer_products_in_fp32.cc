@@ -290,15 +290,14 @@ Status rewrite_as_integer_anchor(Graph& graph, Node* node, const std::optional<D
 }
 
 // Why `conv` does not become an opfuse::QuantizedConv on cpu.conv_i16, or "": it runs one group,
-// from AVX2 (below, no kernel); the QDQ form (`dynamic` false) below VNNI only, where the float
-// conv of AVX-512 was not measured against this kernel. A dynamically quantized ConvInteger takes
-// it with VNNI too: on an AMD EPYC Zen 5 (avx512_core_bf16, 2 threads) the quantized IS-Net ran
-// 602 ms per run on it against 839 ms with oneDNN's int8 brgconv behind a separate quantizer,
-// casts and dequantization (opfuse profile --level O3, 3 runs each).
-std::string quantized_conv_refusal(const Node& conv, const Target& target, bool dynamic) {
+// from AVX2 (below, no kernel), VNNI or not. Measured on an AMD EPYC Zen 5 (avx512_core_bf16 with
+// VNNI, 2 threads, O3): the quantized IS-Net (dynamic ConvIntegers) ran 602 ms per run on it
+// against 839 ms with oneDNN's int8 brgconv behind a separate quantizer, casts and
+// dequantization; ResNet-50 in the QDQ form (tools/zoo/quantize_qdq.py) 29.6-29.9 ms with its
+// float convs against 18.6-22.4 ms on this kernel, capped at avx512_core (no VNNI).
+std::string quantized_conv_refusal(const Node& conv, const Target& target) {
   if (AttrReader(conv).get_int("group") != 1) return "a grouped conv (cpu.conv_i16 runs one group)";
   if (target.isa < IsaTier::kAvx2) return "below AVX2 there is no cpu.conv_i16";
-  if (!dynamic && target.isa >= IsaTier::kAvx512CoreVnni) return "the target has VNNI: the float convolution stays";
   return "";
 }
 
@@ -306,7 +305,7 @@ std::string quantized_conv_refusal(const Node& conv, const Target& target, bool 
 // its dequantization `dq` multiplies by, when it is a 2-d conv quantized_conv_refusal accepts;
 // null otherwise.
 Node* dynamic_quantization_of(const Node& node, const std::optional<Dequantization>& dq, const Target& target) {
-  if (!dq || !quantized_conv_refusal(node, target, true).empty() || constant_data(node.input(1))->rank() != 4) {
+  if (!dq || !quantized_conv_refusal(node, target).empty() || constant_data(node.input(1))->rank() != 4) {
     return nullptr;
   }
   Node* q = node.input(0)->producer();
@@ -633,7 +632,7 @@ Result<bool> run_integer_products_in_fp32_pass(Graph& graph, PassContext& contex
       const std::optional<QdqOperands> ops = qdq_operands(*node, reason);
       if (!ops) continue;
       const std::string what = str_cat("Conv '", node->name(), "' of QDQ operands as opfuse::QuantizedConv");
-      if (reason.empty()) reason = quantized_conv_refusal(*node, context.target, false);
+      if (reason.empty()) reason = quantized_conv_refusal(*node, context.target);
       if (!reason.empty()) {
         context.decide(refusal(std::string(kPass), what, reason, {node->name()}));
         continue;
