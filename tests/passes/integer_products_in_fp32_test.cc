@@ -109,25 +109,26 @@ TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
   expect_exact_at_o1_and_o3(quantized_graph({.m = 5, .k = 9001, .n = 40, .i8 = true, .tail = "Gelu"}), "cpu.gemm_i16", 1);
 }
 
-// int8 weights without zero points: with VNNI the sums come from oneDNN's int8 matmul (u8 x s8
-// on vpdpbusd, exact) and the tiles only dequantize them, still bit for bit eager mode; on other
-// targets the 16-bit tiles make them. Over row tiles, odd K, several K blocks of the 16-bit path,
-// a narrow last panel, the residual and a tail the epilogue runs as a program.
-TEST(IntegerProductsInFp32, Int8WeightsWithoutZeroPointsTakeOneDnnSumsWithVnni) {
+// With VNNI the sums come from oneDNN's int8 matmul (u8 x s8 on vpdpbusd, exact; u8 weights
+// shifted to s8 and weight zero points added back through A's row sums) and the tiles only
+// dequantize them, still bit for bit eager mode; on other targets the 16-bit tiles make them.
+// Over row tiles, odd K, several K blocks of the 16-bit path, a narrow last panel, i8 and u8
+// weights with and without zero points, the residual and a tail the epilogue runs as a program.
+TEST(IntegerProductsInFp32, WithVnniOneDnnMakesTheSumsBitForBit) {
   const bool vnni = active_target().isa >= IsaTier::kAvx512CoreVnni;
-  for (const QuantizedProduct& q : {QuantizedProduct{.m = 13, .k = 41, .n = 40, .i8 = true, .zero_points = false,
-                                                     .residual = true, .tail = "Relu"},
-                                    QuantizedProduct{.m = 5, .k = 9001, .n = 24, .i8 = true, .zero_points = false,
-                                                     .tail = "Gelu"},
-                                    QuantizedProduct{.m = 7, .k = 1203, .n = 8, .scaled = false, .i8 = true,
-                                                     .zero_points = false}}) {
-    SCOPED_TRACE(str_cat("m ", q.m, " k ", q.k, " n ", q.n));
+  for (const QuantizedProduct& q :
+       {QuantizedProduct{.m = 13, .k = 41, .n = 40, .i8 = true, .zero_points = false, .residual = true, .tail = "Relu"},
+        QuantizedProduct{.m = 13, .k = 41, .n = 40, .i8 = true, .residual = true, .tail = "Relu"},
+        QuantizedProduct{.m = 13, .k = 41, .n = 40, .residual = true},
+        QuantizedProduct{.m = 5, .k = 9001, .n = 24, .i8 = true, .zero_points = false, .tail = "Gelu"},
+        QuantizedProduct{.m = 5, .k = 9001, .n = 24, .tail = "Gelu"},
+        QuantizedProduct{.m = 7, .k = 1203, .n = 8, .scaled = false},
+        QuantizedProduct{.m = 7, .k = 1203, .n = 8, .scaled = false, .i8 = true, .zero_points = false}}) {
+    SCOPED_TRACE(str_cat("m ", q.m, " k ", q.k, " n ", q.n, q.i8 ? " i8" : " u8", q.zero_points ? " zero points" : ""));
     const std::string text = quantized_graph(q);
     expect_exact_at_o1_and_o3(text, "cpu.gemm_i16", 1);
     expect_exact_at_o1_and_o3(text, "int8 sums on oneDNN brg", vnni ? 1 : 0);
   }
-  // Weight zero points other than 0 keep the 16-bit tiles everywhere.
-  expect_exact_at_o1_and_o3(quantized_graph({.m = 13, .k = 41, .n = 40, .i8 = true}), "int8 sums on oneDNN", 0);
 }
 
 // Sums only cast to float: the anchor with scales of 1, exact, also with x quantized to the ends

@@ -23,12 +23,15 @@
 // cpu.gemm's prefetch of the next panel's block, tried here, changed nothing (BERT-base's
 // 128 x 3072 x 768 products: 3.28-3.38 ms with it, 3.34-3.40 without, alternating on a Zen 3).
 //
-// With VNNI the sums come from oneDNN's int8 matmul instead, when B is s8 without zero points
-// (onnxruntime's default int8 weights): vpdpbusd multiplies u8 (or, shifted, s8) by s8 and adds
-// four products into int32 without saturating, so the sums are exact too, at 64 multiply-adds an
-// instruction against vpmaddwd's 32; oneDNN applies A's run-time zero point. Its int32 sums go to
-// Y, and the tiles then run their last stage only (no K steps: load the sums, convert, scale, add
-// the bias, the epilogue): the float steps stay the same, so the output is bit for bit the same.
+// With VNNI the sums come from oneDNN's int8 matmul instead: vpdpbusd multiplies u8 (or,
+// shifted, s8) by s8 and adds four products into int32 without saturating, so the sums are exact
+// too, at 64 multiply-adds an instruction against vpmaddwd's 32; oneDNN applies A's run-time zero
+// point. It has no weight zero points, so B is shifted to s8 once, w8 = w - 128 (u8) or w (i8),
+// and with c[n] = 128 - b_zero[n] (u8) or -b_zero[n] (i8), as in onednn_conv_integer.cc:
+//   sum_k (a - a_zero)(w - b_zero[n]) = sum_k (a - a_zero) w8 + c[n] * S[m],  S[m] = sum_k (a - a_zero)
+// in int32, whose wrapping is the reference's narrowing. The int32 sums go to Y, and the tiles
+// then run their last stage only (no K steps: load the sums, convert, scale, add the bias, the
+// epilogue): the float steps stay the same, so the output is bit for bit the same.
 // Dynamically quantized BERT-base on an AMD EPYC Zen 5 (avx512_core_bf16, 2 threads, O3) ran
 // 43.4-44.1 ms on the 16-bit tiles against ONNX Runtime's 32.4-33.1 (docs/benchmarks.md).
 #ifndef OPFUSE_KERNELS_CPU_INTEGER_GEMM_KERNEL_DECLS_
@@ -297,15 +300,23 @@ struct OneDnnSums {
   dnnl::memory weights;  // B in the layout the primitive chose, packed once
   dnnl::memory::desc a_md, y_md, scratchpad_md;
   std::string impl;
+  std::vector<int32_t> c;  // per column (see the file comment); empty when every one is 0
 };
 
-// The sums' primitive for `p` where the target has VNNI and B is s8 without zero points; nullopt
-// elsewhere, and where oneDNN offers only its reference loops.
+// The sums' primitive for `p` where the target has VNNI; nullopt elsewhere, and where oneDNN
+// offers only its reference loops.
 std::optional<OneDnnSums> onednn_sums(const IntegerProduct& p) {
-  if (active_target().isa < IsaTier::kAvx512CoreVnni || p.b->dtype() != DType::kI8) return std::nullopt;
-  for (int64_t j = 0; p.b_zero != nullptr && j < p.b_zero->numel(); ++j) {
-    if (p.b_zero->get_int(j) != 0) return std::nullopt;
+  if (active_target().isa < IsaTier::kAvx512CoreVnni) return std::nullopt;
+  const bool unsigned_b = p.b->dtype() == DType::kU8;
+  std::vector<int32_t> c(static_cast<size_t>(p.n));
+  bool any_c = false;
+  for (int64_t j = 0; j < p.n; ++j) {
+    const int64_t zero = p.b_zero == nullptr ? 0 : p.b_zero->get_int(p.b_zero->numel() == 1 ? 0 : j);
+    c[j] = static_cast<int32_t>((unsigned_b ? 128 : 0) - zero);
+    any_c |= c[j] != 0;
   }
+  std::vector<int8_t> w8(static_cast<size_t>(p.k * p.n));
+  for (int64_t i = 0; i < p.k * p.n; ++i) w8[i] = static_cast<int8_t>(p.b->get_int(i) - (unsigned_b ? 128 : 0));
   using dnnl::memory;
   return onednn::try_dnnl<std::optional<OneDnnSums>>([&]() -> std::optional<OneDnnSums> {
            const memory::data_type at = p.a_dtype == DType::kU8 ? memory::data_type::u8 : memory::data_type::s8;
@@ -321,7 +332,8 @@ std::optional<OneDnnSums> onednn_sums(const IntegerProduct& p) {
            s.prim = dnnl::matmul(pd);
            s.scratchpad_md = pd.scratchpad_desc();
            s.weights = onednn::pack(memory::desc({p.k, p.n}, memory::data_type::s8, memory::format_tag::ab),
-                                    p.b->raw_data(), pd.weights_desc());
+                                    w8.data(), pd.weights_desc());
+           if (any_c) s.c = c;
            return s;
          }).value_or(std::nullopt);
 }
@@ -436,6 +448,7 @@ class IntegerGemmKernel final : public Kernel {
                                    {DNNL_ARG_SCRATCHPAD, pad},
                                    {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}});
     stream.wait();
+    if (!onednn_->c.empty()) add_weight_zero_point_terms(a, az, y.data<int32_t>());
     if (sums_) return Status::ok();
     float* out = y.data<float>();  // holding the int32 sums as bits until each tile converts them
     const int64_t threads = m_ * n_ >= kParallelMacs / 64 ? omp_get_max_threads() : 1;
@@ -458,6 +471,24 @@ class IntegerGemmKernel final : public Kernel {
       }
     }
     return Status::ok();
+  }
+
+  // sums[m, n] += c[n] * S[m] (the file comment), in wrapping int32 as the sums themselves.
+  void add_weight_zero_point_terms(const Tensor& a, int32_t az, int32_t* sums) const {
+    const std::vector<int32_t>& c = onednn_->c;
+#pragma omp parallel for schedule(static) if (m_ * (k_ + n_) >= kParallelMacs / 16)
+    for (int64_t r = 0; r < m_; ++r) {
+      uint32_t row = 0;
+      if (a_dtype_ == DType::kU8) {
+        const uint8_t* from = a.data<uint8_t>() + r * k_;
+        for (int64_t i = 0; i < k_; ++i) row += static_cast<uint32_t>(int32_t{from[i]} - az);
+      } else {
+        const int8_t* from = a.data<int8_t>() + r * k_;
+        for (int64_t i = 0; i < k_; ++i) row += static_cast<uint32_t>(int32_t{from[i]} - az);
+      }
+      uint32_t* y = reinterpret_cast<uint32_t*>(sums + r * n_);
+      for (int64_t j = 0; j < n_; ++j) y[j] += static_cast<uint32_t>(c[j]) * row;
+    }
   }
 
   // Block [k0, k0 + kc) of every panel in turn (cpu.gemm's order), each as kc / 2 rows of 2 * NR int16.
