@@ -33,7 +33,8 @@
 // then run their last stage only (no K steps: load the sums, convert, scale, add the bias, the
 // epilogue): the float steps stay the same, so the output is bit for bit the same.
 // Dynamically quantized BERT-base on an AMD EPYC Zen 5 (avx512_core_bf16, 2 threads, O3) ran
-// 43.4-44.1 ms on the 16-bit tiles against ONNX Runtime's 32.4-33.1 (docs/benchmarks.md).
+// 43.4-44.1 ms on the 16-bit tiles against ONNX Runtime's 32.4-33.1, and 22.1-22.3 ms this way
+// against ORT's 29.7-30.0 (int8 weights; docs/benchmarks.md, wave 22).
 #ifndef OPFUSE_KERNELS_CPU_INTEGER_GEMM_KERNEL_DECLS_
 #define OPFUSE_KERNELS_CPU_INTEGER_GEMM_KERNEL_DECLS_
 #include <omp.h>
