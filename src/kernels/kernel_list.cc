@@ -1,5 +1,6 @@
 // The dispatch table: every optimised kernel, in order of preference per op.
 #include "kernels/cpu/depthwise_conv_kernel.h"
+#include "kernels/cpu/depthwise_stages_kernel.h"
 #include "kernels/cpu/direct_conv_kernel.h"
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/hwy_kernels.h"
@@ -102,6 +103,9 @@ const std::vector<KernelImpl>& all_kernels() {
         direct_conv_kernel(),
         depthwise_conv_kernel(),
         onednn::onednn_blocked_conv_kernel(),
+        // a pointwise conv with the depthwise conv after it: one oneDNN kernel, else the two apart
+        onednn::onednn_blocked_conv_depthwise_kernel(),
+        depthwise_stages_kernel(),
         onednn::onednn_to_blocked_kernel(),
         onednn::onednn_from_blocked_kernel(),
         onednn::onednn_reblock_kernel(),

@@ -18,6 +18,13 @@
 //       = ToBlocked(FusedConv(plain(X), W, B, plain(R), S)): X is plain [N,C,H,W] (a first conv
 //       reading an image) or blocked; W and B stay in ONNX layout; R and Y are blocked; the
 //       input scale S (ops/fused.h) is plain per-channel or blocked [1,Cb,1,1,b].
+//   opfuse::BlockedConvDepthwise(X, W, [B], Wd, [Bd]) {BlockedConv's attributes,
+//       depthwise_stride, depthwise_epilogue}
+//       = BlockedConv(BlockedConv(X, W, B){...}, Wd, Bd){group = M, kernel 3x3, pads 1,
+//       strides = depthwise_stride, epilogue = depthwise_epilogue}: a pointwise conv and the
+//       depthwise conv reading its output (MobileNet's expansion), one kernel that never writes
+//       the expanded tensor out (passes/depthwise_into_pointwise.cc). Its two stages are
+//       depthwise_stages() below.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -25,6 +32,7 @@
 #include "ops/conv_common.h"
 #include "ops/fused.h"
 #include "ops/layout_ops.h"
+#include "ops/nn_common.h"
 #include "ops/op_list.h"
 #include "ops/registry.h"
 
@@ -255,6 +263,67 @@ int64_t blocked_conv_flops(const Node& node) {
   return 2 * (*yd)[0] * (*yd)[2] * (*yd)[3] * (*wd)[0] * (*wd)[1] * (*wd)[2] * (*wd)[3];
 }
 
+// ---------------------------------------------------------------- BlockedConvDepthwise
+
+// The blocked dims of the pointwise stage's output: X's map with M channels.
+std::optional<Shape> pointwise_stage_shape(const std::optional<Shape>& x, int64_t block, int64_t m) {
+  if (!x || (x->size() != 5 && x->size() != 4)) return std::nullopt;
+  return Shape{(*x)[0], Dim(ceil_div(m, lanes(block, m))), (*x)[2], (*x)[3], Dim(lanes(block, m))};
+}
+
+Status infer_blocked_conv_depthwise(InferContext& ctx) {
+  const auto& w = ctx.input_shape(1);
+  if (!w || w->size() != 4 || !(*w)[0].is_known()) return ctx.error("W must be a [M, C, 1, 1] tensor of known M");
+  const int64_t m = (*w)[0].value();
+  const auto& wd = ctx.input_shape(3);
+  if (!wd || !(*wd == Shape{Dim(m), Dim(1), Dim(3), Dim(3)})) {
+    return ctx.error(str_cat("Wd must be [", m, ", 1, 3, 3]: a 3x3 depthwise filter per pointwise output channel"));
+  }
+  OPFUSE_ASSIGN_OR_RETURN(auto stages, depthwise_stages(ctx.node(), {}));
+  std::vector<ValueType> pointwise_in, depthwise_in;
+  std::vector<const Tensor*> pointwise_const, depthwise_const;
+  for (size_t i = 0; i < 3; ++i) {
+    pointwise_in.push_back(ctx.has_input(i) ? ValueType{ctx.input_dtype(i), ctx.input_shape(i)} : ValueType{});
+    pointwise_const.push_back(ctx.input_constant(i));
+  }
+  InferContext pointwise(*stages.pointwise, std::move(pointwise_in), std::move(pointwise_const));
+  OPFUSE_TRY(infer_blocked_conv(pointwise));
+  depthwise_in.push_back(pointwise.outputs()[0]);
+  depthwise_const.push_back(nullptr);
+  for (size_t i = 3; i < 5; ++i) {
+    depthwise_in.push_back(ctx.has_input(i) ? ValueType{ctx.input_dtype(i), ctx.input_shape(i)} : ValueType{});
+    depthwise_const.push_back(ctx.input_constant(i));
+  }
+  InferContext depthwise(*stages.depthwise, std::move(depthwise_in), std::move(depthwise_const));
+  OPFUSE_TRY(infer_blocked_conv(depthwise));
+  ctx.set_output(0, depthwise.outputs()[0].dtype, depthwise.outputs()[0].shape);
+  return Status::ok();
+}
+
+// The two stages in turn, through BlockedConv's reference.
+Status blocked_conv_depthwise_kernel(KernelContext& ctx) {
+  OPFUSE_ASSIGN_OR_RETURN(auto stages, depthwise_stages(ctx.node(), {}));
+  KernelContext pointwise(*stages.pointwise, {&ctx.input(0), &ctx.input(1), ctx.input_or_null(2)});
+  OPFUSE_TRY(blocked_conv_kernel(pointwise));
+  KernelContext depthwise(*stages.depthwise, {&pointwise.outputs()[0], &ctx.input(3), ctx.input_or_null(4)});
+  OPFUSE_TRY(blocked_conv_kernel(depthwise));
+  const Tensor& y = depthwise.outputs()[0];
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kF32, y.dims()));
+  std::memcpy(out->raw_data(), y.raw_data(), y.nbytes());
+  return Status::ok();
+}
+
+int64_t blocked_conv_depthwise_flops(const Node& node) {
+  const Value* x = node.input(0);
+  const Value* w = node.input(1);
+  const Value* y = node.output(0);
+  if (!x || !w || !y || !x->shape || !w->shape || !y->shape) return -1;
+  const auto xd = static_dims(*x->shape), wd = static_dims(*w->shape), yd = static_dims(*y->shape);
+  if (!xd || !wd || !yd || xd->size() < 4 || wd->size() != 4 || yd->size() != 5) return -1;
+  const int64_t m = (*wd)[0];
+  return 2 * (*xd)[0] * (*xd)[2] * (*xd)[3] * m * (*wd)[1] + 2 * (*yd)[0] * (*yd)[2] * (*yd)[3] * m * 9;
+}
+
 OpDef layout_op(std::string name, InferFn infer, KernelFn kernel, std::string summary) {
   OpDef d;
   d.name = std::move(name);
@@ -284,6 +353,52 @@ Result<Tensor> plain_copy(const Tensor& blocked, int64_t channels) {
   return y;
 }
 
+Result<DepthwiseStages> depthwise_stages(const Node& node, std::span<const Tensor* const> constants) {
+  const AttrReader attrs(node);
+  const int64_t block = attrs.get_int("block"), stride = attrs.get_int("depthwise_stride");
+  const Value* w = node.input(1);
+  if (!w || !w->shape || w->shape->size() != 4 || !(*w->shape)[0].is_known()) {
+    return Status::user_error(str_cat(node.describe(), ": W must be a [M, C, 1, 1] tensor of known M"));
+  }
+  const int64_t m = (*w->shape)[0].value();
+  DepthwiseStages s;
+  s.graph = std::make_unique<Graph>();
+  Graph& g = *s.graph;
+  // Each input as a value of the node's type, constant where its data is given.
+  auto input = [&](size_t i, const std::string& name) -> Value* {
+    const Value* v = node.has_input(i) ? node.input(i) : nullptr;
+    if (v == nullptr) return nullptr;
+    const Tensor* data = i < constants.size() ? constants[i] : nullptr;
+    return data != nullptr ? g.add_constant(name, *data) : g.add_value(name, v->dtype, v->shape);
+  };
+  Attributes pointwise = node.attrs, depthwise = node.attrs;
+  pointwise.erase("depthwise_stride");
+  pointwise.erase("depthwise_epilogue");
+  depthwise.erase("depthwise_stride");
+  depthwise.erase("depthwise_epilogue");
+  depthwise["epilogue"] = node.attrs.count("depthwise_epilogue") ? node.attrs.at("depthwise_epilogue")
+                                                                   : AttrValue(std::vector<std::string>{});
+  depthwise["group"] = AttrValue(m);
+  depthwise["kernel_shape"] = AttrValue(std::vector<int64_t>{3, 3});
+  depthwise["strides"] = AttrValue(std::vector<int64_t>{stride, stride});
+  depthwise["pads"] = AttrValue(std::vector<int64_t>{1, 1, 1, 1});
+  depthwise["dilations"] = AttrValue(std::vector<int64_t>{1, 1});
+  depthwise.erase("auto_pad");
+  OPFUSE_ASSIGN_OR_RETURN(Node * p, g.add_node("BlockedConv", {input(0, "x"), input(1, "w"), input(2, "b")},
+                                               {"expanded"}, std::move(pointwise), node.name() + "_pointwise",
+                                               std::string(kFusedDomain)));
+  p->output(0)->dtype = DType::kF32;
+  p->output(0)->shape = pointwise_stage_shape(node.input(0) ? node.input(0)->shape : std::nullopt, block, m);
+  OPFUSE_ASSIGN_OR_RETURN(Node * d, g.add_node("BlockedConv", {p->output(0), input(3, "wd"), input(4, "bd")},
+                                               {"y"}, std::move(depthwise), node.name() + "_depthwise",
+                                               std::string(kFusedDomain)));
+  d->output(0)->dtype = DType::kF32;
+  d->output(0)->shape = node.output(0) ? node.output(0)->shape : std::nullopt;
+  s.pointwise = p;
+  s.depthwise = d;
+  return s;
+}
+
 std::vector<OpDef> layout_ops() {
   std::vector<OpDef> ops;
   OpDef to = layout_op("ToBlocked", infer_to_blocked, to_blocked_kernel,
@@ -311,7 +426,17 @@ std::vector<OpDef> layout_ops() {
   conv.attrs.push_back({"block", AttrType::kInt, AttrValue(int64_t{16}), false});
   conv.kind = FusionKind::kAnchor;
   conv.flops = blocked_conv_flops;
+  OpDef dw = layout_op("BlockedConvDepthwise", infer_blocked_conv_depthwise, blocked_conv_depthwise_kernel,
+                       "a pointwise BlockedConv and the 3x3 depthwise BlockedConv reading its output, as one");
+  dw.min_inputs = 4;
+  dw.max_inputs = 5;
+  dw.attrs = conv.attrs;
+  dw.attrs.push_back({"depthwise_stride", AttrType::kInt, AttrValue(int64_t{1}), false});
+  dw.attrs.push_back({"depthwise_epilogue", AttrType::kStrings, AttrValue(std::vector<std::string>{}), false});
+  dw.kind = FusionKind::kAnchor;
+  dw.flops = blocked_conv_depthwise_flops;
   ops.push_back(std::move(conv));
+  ops.push_back(std::move(dw));
   return ops;
 }
 

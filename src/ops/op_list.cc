@@ -26,7 +26,7 @@ const std::set<std::string, std::less<>> kFinitePreserving = {
     // overflows (values beyond +-1.7e38: the same limit as a Conv's sums, runtime/non_finite.h)
     "DynamicQuantizeLinear",
     // opfuse domain
-    "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "ToBlocked",
+    "FusedConv", "FusedConvTranspose", "FusedMatMul", "FusedGemm", "BlockedConv", "BlockedConvDepthwise", "ToBlocked",
     "FromBlocked", "Reblock", "SkipLayerNormalization", "ChannelGather", "FusedMatMulInteger",
     "QuantizedConv"};
 

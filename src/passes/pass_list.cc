@@ -35,6 +35,8 @@ const std::vector<PassDef>& all_passes() {
        run_region_fusion_pass},
       {"layout", "keeps CNN activations blocked (nChw16c) between convs, pools and elementwise ops; reorders at boundaries",
        run_layout_pass},
+      {"depthwise_into_pointwise", "runs a pointwise conv and the 3x3 depthwise conv reading its output as one oneDNN kernel (opfuse::BlockedConvDepthwise) where the expanded tensor between them would not stay in L2",
+       run_depthwise_into_pointwise_pass},
       {"prune_conv_taps", "drops conv kernel rows/columns that only ever read zero padding (dilated ASPP convs)",
        run_prune_conv_taps_pass},
       {"channel_gather", "turns chains of movement ops that only reorder whole channels (ShuffleNet's channel shuffle) into one opfuse::ChannelGather copy",

@@ -22,6 +22,7 @@ Result<bool> run_expand_to_primitives_pass(Graph& graph, PassContext& context); 
 Result<bool> run_region_fusion_pass(Graph& graph, PassContext& context);      // region_fusion.cc
 Result<bool> run_layout_pass(Graph& graph, PassContext& context);         // layout.cc
 Result<bool> run_prune_conv_taps_pass(Graph& graph, PassContext& context); // prune_conv_taps.cc
+Result<bool> run_depthwise_into_pointwise_pass(Graph& graph, PassContext& context);  // depthwise_into_pointwise.cc
 Result<bool> run_channel_gather_pass(Graph& graph, PassContext& context);  // channel_gather.cc
 Result<bool> run_merge_rnn_steps_pass(Graph& graph, PassContext& context);  // merge_rnn_steps.cc
 

@@ -62,6 +62,11 @@ const PipelineStage kMergeRnnSteps = {{"merge_rnn_steps", "dce"}, false,
 const PipelineStage kLayout = {
     {"layout", "dce"}, false,
     "keep activations in oneDNN's blocked nChw16c layout between convs; reorder at boundaries"};
+// After layout, which makes the blocked convs it merges, and before region fusion, which leaves
+// anchors alone either way.
+const PipelineStage kDepthwiseIntoPointwise = {
+    {"depthwise_into_pointwise", "dce"}, false,
+    "run a pointwise conv and the depthwise conv after it as one kernel where their tensor leaves L2"};
 // After the anchors took their epilogues: what is left between anchors is elementwise,
 // injective and row-reduction work, generated as one kernel per region. At O3 after the layout
 // stage, so regions work on the blocked tensors (their ops are ordinary ops on the 5-d physical
@@ -83,7 +88,7 @@ const std::vector<PipelineStage>& pipeline_for(OptLevel level) {
                                                 kChannelGather,    kMergeRnnSteps, kRegionFusion, kRefreshShapes};
   static const std::vector<PipelineStage> o3 = {kExpandComposites, kShapes,        kFp16InFp32, kIntegerProductsInFp32,
                                                 kCanonicalise,     kFoldBatchNorm, kFlushDenormalWeights, kFusePatterns,
-                                                kChannelGather,    kMergeRnnSteps, kPruneConvTaps, kLayout, kRegionFusion,
+                                                kChannelGather,    kMergeRnnSteps, kPruneConvTaps, kLayout, kDepthwiseIntoPointwise, kRegionFusion,
                                                 kRefreshShapes};
   switch (level) {
     case OptLevel::kO0: return o0;

@@ -11,6 +11,12 @@
 //                                      there, else R is copied in; a binary post-op where sum
 //                                      has no fast kernel), the rest as our own pass
 //                                      (HostEpilogueKernel).
+//   opfuse::BlockedConvDepthwise   -> the pointwise conv's convolution_forward with its whole
+//                                      epilogue and then the depthwise conv as post-ops
+//                                      (append_dw), when oneDNN runs that as one jit kernel
+//                                      (jit_1x1 computing rows of the expanded tensor into a
+//                                      per-thread buffer and convolving them); never its
+//                                      ref_fused_convolution, which runs the two apart.
 // Weights are packed once at creation into the primitive's preferred layout, like onednn.conv.
 #include "kernels/cpu/onednn_blocked.h"
 
@@ -18,7 +24,9 @@
 
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_post_ops.h"
+#include "kernels/omp_threads.h"
 #include "ops/fused.h"
+#include "ops/layout_ops.h"
 
 namespace opfuse::onednn {
 namespace {
@@ -221,6 +229,122 @@ Result<std::unique_ptr<Kernel>> blocked_conv_create(const KernelCompileContext& 
   return with_host_epilogue(ctx.node, std::move(conv), std::span<const PostOp>(epilogue).subspan(head.size()));
 }
 
+// ---------------------------------------------------------------- BlockedConvDepthwise
+
+// A BlockedConvDepthwise node seen as its pointwise stage (whose geometry, weights and bias the
+// primitive takes) plus the depthwise filter its post-op applies.
+struct ConvDepthwise {
+  DepthwiseStages stages;
+  std::vector<const Tensor*> pointwise_constants;  // X, W, B of the pointwise stage
+  BlockedConvGeometry pointwise;
+  std::vector<PostOp> pointwise_epilogue, depthwise_epilogue;
+  const Tensor* wd = nullptr;
+  const Tensor* bd = nullptr;
+  int64_t stride = 1;
+  Dims y_dims;
+};
+
+std::optional<ConvDepthwise> conv_depthwise(const KernelCompileContext& ctx) {
+  const Node& node = ctx.node;
+  if (node.domain() != kFusedDomain || ctx.constants.size() < 4) return std::nullopt;
+  ConvDepthwise c;
+  auto stages = depthwise_stages(node, ctx.constants);
+  const auto y = static_f32_dims(node.output(0));
+  auto pe = read_epilogue(node);
+  if (!stages.is_ok() || !y || !pe.is_ok()) return std::nullopt;
+  c.stages = std::move(*stages);
+  auto de = read_epilogue(*c.stages.depthwise);
+  if (!de.is_ok()) return std::nullopt;
+  c.pointwise_constants = {nullptr, ctx.constants[1], ctx.constants[2]};
+  KernelCompileContext pointwise{*c.stages.pointwise, c.pointwise_constants, ctx.threads};
+  const auto g = blocked_conv_geometry(pointwise);
+  c.wd = ctx.f32_constant(3, {(*static_f32_dims(node.input(1)))[0], 1, 3, 3});
+  c.bd = ctx.constants.size() > 4 ? ctx.constants[4] : nullptr;
+  if (!g || !g->x_blocked || !g->conv.pointwise || g->conv.group != 1 || c.wd == nullptr ||
+      (node.has_input(4) && c.bd == nullptr)) {
+    return std::nullopt;
+  }
+  c.pointwise = *g;
+  c.pointwise_epilogue = std::move(*pe);
+  c.depthwise_epilogue = std::move(*de);
+  c.stride = AttrReader(node).get_int("depthwise_stride");
+  c.y_dims = *y;
+  return c;
+}
+
+// The depthwise epilogue's leading post-ops that run inside the primitive.
+std::span<const PostOp> depthwise_in_primitive(const KernelCompileContext& ctx, const ConvDepthwise& c) {
+  return std::span<const PostOp>(c.depthwise_epilogue)
+      .first(cheap_conv_post_ops(c.depthwise_epilogue, ctx.exact_non_finite));
+}
+
+PrimitivePlan build_conv_depthwise_plan(const KernelCompileContext& ctx, const ConvDepthwise& c) {
+  using dnnl::convolution_forward;
+  const BlockedConvGeometry& bg = c.pointwise;
+  const ConvGeometry& g = bg.conv;
+  const int64_t m = g.w[0];
+  const auto y_logical = logical_dims(c.y_dims, m);
+  if (!y_logical) throw dnnl::error(dnnl_invalid_arguments, "output not blocked like the expanded tensor");
+  const dnnl::memory::desc x_md = blocked_desc(g.x, bg.x_dims[4]);
+  const dnnl::memory::desc e_md = blocked_desc(g.y, bg.y_dims[4]);
+  const dnnl::memory::desc y_md = blocked_desc(*y_logical, c.y_dims[4]);
+  // Nothing may run between the two convs, so the whole pointwise epilogue is a post-op.
+  int residual = -1;
+  auto ops = make_post_ops(c.pointwise_epilogue, e_md, residual);
+  if (!ops || residual >= 0) throw dnnl::error(dnnl_unimplemented, "pointwise epilogue without oneDNN post-ops");
+  const auto f32 = dnnl::memory::data_type::f32;
+  ops->append_dw(f32, f32, f32, 3, c.stride, 1, 0, {});
+  const auto head = depthwise_in_primitive(ctx, c);
+  ops = make_post_ops(head, y_md, residual, ResidualAs::kBinary, *ops);
+  if (!ops || residual >= 0) throw dnnl::error(dnnl_unimplemented, "depthwise epilogue without oneDNN post-ops");
+  const dnnl::memory::desc b_md = plain_desc({m});
+  const auto desc = g.has_bias
+      ? convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, x_md,
+                                  any_desc(g.w), b_md, e_md, g.strides, g.dilations, g.pad_l, g.pad_r)
+      : convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, x_md,
+                                  any_desc(g.w), e_md, g.strides, g.dilations, g.pad_l, g.pad_r);
+  const convolution_forward::primitive_desc pd(desc, make_attr(*ops), cpu_engine());
+  KernelCompileContext pointwise{*c.stages.pointwise, c.pointwise_constants, ctx.threads};
+  // Refuses ref_fused_convolution (a reference implementation by name): the fusion is only
+  // worth it as one jit kernel.
+  PrimitivePlan plan = assemble_conv_plan<convolution_forward>(pointwise, g, pd, plain_desc(g.w), m,
+                                                                {bg.x_dims, c.y_dims, x_md, y_md});
+  const int dw = DNNL_ARG_ATTR_POST_OP_DW;
+  const dnnl::memory::desc wd_md = pd.query_md(dnnl::query::exec_arg_md, dw | DNNL_ARG_WEIGHTS);
+  const dnnl::memory::desc bd_md = pd.query_md(dnnl::query::exec_arg_md, dw | DNNL_ARG_BIAS);
+  plan.bindings.push_back({dw | DNNL_ARG_WEIGHTS, -1, {m, 1, 3, 3}, wd_md,
+                           pack(plain_desc({m, 1, 1, 3, 3}), c.wd->raw_data(), wd_md)});
+  const std::vector<float> zeros(static_cast<size_t>(m), 0.0f);
+  plan.bindings.push_back({dw | DNNL_ARG_BIAS, -1, {m}, bd_md,
+                           pack(plain_desc({m}), c.bd ? c.bd->raw_data() : zeros.data(), bd_md)});
+  return plan;
+}
+
+bool conv_depthwise_supports(const KernelCompileContext& ctx) {
+  const auto c = conv_depthwise(ctx);
+  if (!c) return false;
+  const auto& pe = c->pointwise_epilogue;
+  if (nan_keeping_post_ops(pe, ctx.exact_non_finite) != pe.size() || placed_post_ops(pe, ctx, pe.size()) != pe.size()) {
+    return false;  // a post-op must run in our own pass, between the convs
+  }
+  const auto rest = std::span<const PostOp>(c->depthwise_epilogue).subspan(depthwise_in_primitive(ctx, *c).size());
+  if (!hwy_cpu::vector_epilogue(rest)) return false;
+  return try_dnnl<bool>([&] {
+           ScopedOmpThreads scoped(threads_for_work(ctx.node));
+           build_conv_depthwise_plan(ctx, *c);
+           return true;
+         }).has_value();
+}
+
+Result<std::unique_ptr<Kernel>> conv_depthwise_create(const KernelCompileContext& ctx) {
+  const auto c = conv_depthwise(ctx);
+  if (!c) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.blocked_conv node"));
+  OPFUSE_ASSIGN_OR_RETURN(auto conv, make_kernel("onednn.blocked_conv", ctx.node,
+                                                 [&] { return build_conv_depthwise_plan(ctx, *c); }));
+  const auto rest = std::span<const PostOp>(c->depthwise_epilogue).subspan(depthwise_in_primitive(ctx, *c).size());
+  return with_host_epilogue(ctx.node, std::move(conv), rest);
+}
+
 }  // namespace
 
 KernelImpl onednn_to_blocked_kernel() {
@@ -234,6 +358,9 @@ KernelImpl onednn_reblock_kernel() {
 }
 KernelImpl onednn_blocked_conv_kernel() {
   return {"onednn.blocked_conv", "BlockedConv", blocked_conv_supports, blocked_conv_create};
+}
+KernelImpl onednn_blocked_conv_depthwise_kernel() {
+  return {"onednn.blocked_conv", "BlockedConvDepthwise", conv_depthwise_supports, conv_depthwise_create};
 }
 
 }  // namespace opfuse::onednn

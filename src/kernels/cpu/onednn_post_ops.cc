@@ -53,8 +53,7 @@ const OnednnPostOp* onednn_form(const PostOp& op) {
 }  // namespace
 
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
-                                            int& residual_index, ResidualAs as) {
-  dnnl::post_ops out;
+                                            int& residual_index, ResidualAs as, dnnl::post_ops out) {
   residual_index = -1;
   for (const PostOp& op : ops) {
     const OnednnPostOp* form = onednn_form(op);

@@ -20,11 +20,12 @@ namespace opfuse::onednn {
 // ones for a binary add (measured on ResNet-50's 1x1 convs: 258 vs 273 us, 243 vs 298 us).
 enum class ResidualAs { kBinary, kSum };
 
-// `ops` as oneDNN post-ops; nullopt when one has no oneDNN counterpart (onednn_post_ops.cc
-// maps the post-ops it has by name). The residual add (if in `ops`) becomes a binary add
-// post-op of `y_md` or a sum post-op; `residual_index` gets its position, or -1.
+// `ops` as oneDNN post-ops, appended to `start`; nullopt when one has no oneDNN counterpart
+// (onednn_post_ops.cc maps the post-ops it has by name). The residual add (if in `ops`) becomes
+// a binary add post-op of `y_md` or a sum post-op; `residual_index` gets its position, or -1.
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
-                                            int& residual_index, ResidualAs as = ResidualAs::kBinary);
+                                            int& residual_index, ResidualAs as = ResidualAs::kBinary,
+                                            dnnl::post_ops start = dnnl::post_ops());
 
 // Whether oneDNN's kernels keep ONNX's NaN semantics for `op`. Its relu with alpha 0 and its
 // clip are max/min instructions that return the bound for a NaN lane (relu(NaN) = 0), where
