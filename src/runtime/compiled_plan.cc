@@ -464,12 +464,14 @@ std::vector<std::string> CompiledPlan::describe_steps() const {
   return lines;
 }
 
-std::string CompiledPlan::step_kernel_label(size_t step) const {
+std::string CompiledPlan::step_kernel(size_t step) const {
   const Kernel& kernel = *steps_[step].kernel;
   const std::string impl = kernel.implementation();
-  std::string label = impl.empty() ? std::string(kernel.name()) : str_cat(kernel.name(), " [", impl, "]");
-  if (steps_[step].tuned) label += " (tuning record)";
-  return label;
+  return impl.empty() ? std::string(kernel.name()) : str_cat(kernel.name(), " [", impl, "]");
+}
+
+std::string CompiledPlan::step_kernel_label(size_t step) const {
+  return steps_[step].tuned ? step_kernel(step) + " (tuning record)" : step_kernel(step);
 }
 
 }  // namespace opfuse

@@ -64,6 +64,8 @@ class CompiledPlan {
   const Node& step_node(size_t step) const { return *steps_[step].node; }
   std::string_view step_kernel_name(size_t step) const { return steps_[step].kernel->name(); }
   // The kernel and, when a library chose it, the library's implementation: "onednn.conv [jit:avx2]".
+  std::string step_kernel(size_t step) const;
+  // The same, marked " (tuning record)" when a tuning record chose the kernel or its epilogue.
   std::string step_kernel_label(size_t step) const;
   // Kernels that support the step's node (CompileOptions::list_alternatives; else empty).
   const std::vector<std::string_view>& step_alternatives(size_t step) const { return steps_[step].alternatives; }

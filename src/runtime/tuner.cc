@@ -199,6 +199,15 @@ class Tuner {
     }
     auto record = std::make_shared<const TuningRecord>(std::move(candidate_record));
     OPFUSE_ASSIGN_OR_RETURN(Session session, compile(record));
+    OPFUSE_ASSIGN_OR_RETURN(auto plan, session.plan_for(inputs_));
+    OPFUSE_ASSIGN_OR_RETURN(auto incumbent_plan, incumbent.session->plan_for(inputs_));
+    if (steps_run(*plan) == steps_run(*incumbent_plan)) {
+      // The choice changes nothing that runs (an epilogue the default already places there):
+      // timing two equal plans would only measure the machine's noise, and could keep it.
+      measurements_.push_back(str_cat(what, ": runs the same kernels as ", incumbent.name, ", not measured"));
+      say(str_cat("[", done_, "/", total_, "] ", measurements_.back()));
+      return Status::ok();
+    }
     std::vector<double> ratios, ms_new, ms_old;
     for (int r = 0; r < options_.rounds; ++r) {
       OPFUSE_ASSIGN_OR_RETURN(double old_ms, time_round(*incumbent.session));
@@ -220,6 +229,13 @@ class Tuner {
       incumbent = Candidate{what, std::move(session)};
     }
     return Status::ok();
+  }
+
+  // Each step's node, kernel and implementation (without the tuning record's mark).
+  static std::vector<std::string> steps_run(const CompiledPlan& plan) {
+    std::vector<std::string> steps;
+    for (size_t s = 0; s < plan.kernels_per_run(); ++s) steps.push_back(plan.step_node(s).name() + " " + plan.step_kernel(s));
+    return steps;
   }
 
   void say(const std::string& line) const {

@@ -199,6 +199,43 @@ TEST(TunerTest, MeasuresTheCandidatesAndWritesAUsableRecord) {
   EXPECT_LE(max_relative_difference(*tuned->run(mlp_inputs()), *plain->run(mlp_inputs())), 1e-5);
 }
 
+// A candidate whose plan runs the same kernels as the incumbent's is not timed: the two would
+// differ only by the machine's noise, which could then be kept as a choice. A relu after a conv
+// runs inside oneDNN's kernel by default on finite inputs, so "in the library kernel" changes
+// nothing, while "in our own pass" does.
+TEST(TunerTest, DoesNotTimeACandidateThatChangesNothing) {
+  auto g = parse_graph(R"(graph @main opset 13 (%x: f32[1,8,16,16]) {
+  %w: f32[8,8,3,3] = const splat 0.05
+  %c: f32[1,8,16,16] = Conv(%x, %w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv
+  %y: f32[1,8,16,16] = Relu(%c) #relu
+  return %y
+}
+)");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  Tensor x = Tensor::zeros(DType::kF32, {1, 8, 16, 16}).value();
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  TuneOptions options;
+  options.session.level = OptLevel::kO2;
+  options.rounds = 1;
+  options.runs_per_round = 2;
+  options.keep_ratio = 0;  // the default stays the incumbent whatever the timings
+  auto record = tune_model(*g, {{"x", x}}, options);
+  ASSERT_TRUE(record.is_ok()) << record.status().message();
+  int library = 0, own_pass = 0;
+  for (const std::string& line : record->measurements) {
+    if (line.starts_with("1 FusedConv [relu] with the epilogue in the library kernel: ")) {
+      ++library;
+      EXPECT_NE(line.find("runs the same kernels as default, not measured"), std::string::npos) << line;
+    }
+    if (line.starts_with("1 FusedConv [relu] with the epilogue in our own pass: ")) {
+      ++own_pass;
+      EXPECT_NE(line.find(" ms (default), ratio "), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(library, 1);
+  EXPECT_EQ(own_pass, 1);
+}
+
 TEST(TunerTest, StopsMeasuringAtTheBudget) {
   TuneOptions options;
   options.session.level = OptLevel::kO3;
