@@ -32,7 +32,6 @@
 #include "ops/conv_common.h"
 #include "ops/fused.h"
 #include "ops/layout_ops.h"
-#include "ops/nn_common.h"
 #include "ops/op_list.h"
 #include "ops/registry.h"
 
@@ -361,6 +360,9 @@ Result<DepthwiseStages> depthwise_stages(const Node& node, std::span<const Tenso
     return Status::user_error(str_cat(node.describe(), ": W must be a [M, C, 1, 1] tensor of known M"));
   }
   const int64_t m = (*w->shape)[0].value();
+  if (!valid_block(block) || m <= 0 || stride <= 0) {
+    return Status::user_error(str_cat(node.describe(), ": needs block 0, 8 or 16, channels and a positive depthwise_stride"));
+  }
   DepthwiseStages s;
   s.graph = std::make_unique<Graph>();
   Graph& g = *s.graph;
