@@ -258,12 +258,11 @@ std::optional<ConvDepthwise> conv_depthwise(const KernelCompileContext& ctx) {
   c.pointwise_constants = {nullptr, ctx.constants[1], ctx.constants[2]};
   KernelCompileContext pointwise{*c.stages.pointwise, c.pointwise_constants, ctx.threads};
   const auto g = blocked_conv_geometry(pointwise);
-  c.wd = ctx.f32_constant(3, {(*static_f32_dims(node.input(1)))[0], 1, 3, 3});
-  c.bd = ctx.constants.size() > 4 ? ctx.constants[4] : nullptr;
-  if (!g || !g->x_blocked || !g->conv.pointwise || g->conv.group != 1 || c.wd == nullptr ||
-      (node.has_input(4) && c.bd == nullptr)) {
-    return std::nullopt;
-  }
+  if (!g || !g->x_blocked || !g->conv.pointwise || g->conv.group != 1) return std::nullopt;
+  const int64_t m = g->conv.w[0];
+  c.wd = ctx.f32_constant(3, {m, 1, 3, 3});
+  c.bd = ctx.f32_constant(4, {m});
+  if (c.wd == nullptr || (node.has_input(4) && c.bd == nullptr)) return std::nullopt;
   c.pointwise = *g;
   c.pointwise_epilogue = std::move(*pe);
   c.depthwise_epilogue = std::move(*de);
