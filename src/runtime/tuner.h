@@ -2,8 +2,8 @@
 // compiler otherwise estimates, and writes them to a tuning record (passes/tuning_record.h).
 //
 // Candidates, each compared end to end with the best plan so far (whole-model runs, alternating
-// rounds; a candidate is kept when it wins every round and by keep_ratio at the median, so noise
-// rarely flips a choice):
+// rounds; a candidate is kept when it wins every round and by keep_ratio at the median, and still
+// does over as many rounds again, so noise rarely flips a choice):
 //   1. layouts: the O3 layout pass solved with measured conv and reorder timings instead of the
 //      estimate (only for models whose O3 plan has convs to lay out);
 //   2. region fusion's traffic-saving threshold, 0.1 and 0.5 against the configured one (for
