@@ -171,6 +171,13 @@ Status reblock_kernel(KernelContext& ctx) {
 
 // ---------------------------------------------------------------- BlockedConv
 
+// `y` (f32) as the kernel's output 0: the references compute into tensors of their own.
+Status output_copy(KernelContext& ctx, const Tensor& y) {
+  OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kF32, y.dims()));
+  std::memcpy(out->raw_data(), y.raw_data(), y.nbytes());
+  return Status::ok();
+}
+
 // The plain shape of a blocked [N,Cb,H,W,b] holding `c` channels.
 std::optional<Shape> plain_shape(const std::optional<Shape>& s, int64_t c) {
   if (!s || s->size() != 5) return std::nullopt;
@@ -244,11 +251,8 @@ Status blocked_conv_kernel(KernelContext& ctx) {
   }
   KernelContext plain(ctx.node(), std::move(inputs));
   OPFUSE_TRY(fused_conv_def().reference(plain));
-  const Tensor& y = plain.outputs()[0];
-  OPFUSE_ASSIGN_OR_RETURN(Tensor yb, blocked_copy(y, lanes(b, m)));
-  OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kF32, yb.dims()));
-  std::memcpy(out->raw_data(), yb.raw_data(), yb.nbytes());
-  return Status::ok();
+  OPFUSE_ASSIGN_OR_RETURN(Tensor yb, blocked_copy(plain.outputs()[0], lanes(b, m)));
+  return output_copy(ctx, yb);
 }
 
 int64_t blocked_conv_flops(const Node& node) {
@@ -306,10 +310,7 @@ Status blocked_conv_depthwise_kernel(KernelContext& ctx) {
   OPFUSE_TRY(blocked_conv_kernel(pointwise));
   KernelContext depthwise(*stages.depthwise, {&pointwise.outputs()[0], &ctx.input(3), ctx.input_or_null(4)});
   OPFUSE_TRY(blocked_conv_kernel(depthwise));
-  const Tensor& y = depthwise.outputs()[0];
-  OPFUSE_ASSIGN_OR_RETURN(Tensor * out, ctx.allocate_output(0, DType::kF32, y.dims()));
-  std::memcpy(out->raw_data(), y.raw_data(), y.nbytes());
-  return Status::ok();
+  return output_copy(ctx, depthwise.outputs()[0]);
 }
 
 int64_t blocked_conv_depthwise_flops(const Node& node) {
