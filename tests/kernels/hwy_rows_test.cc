@@ -63,6 +63,40 @@ TEST(HwyRows, SoftmaxOfShortRows) {
   }
 }
 
+// Logits far below the row's max: a term exp(x - max) below FLT_MIN is 0 in the kernel instead
+// of subnormal (hwy_math-inl.h's SoftmaxExp: a subnormal result costs a microcode assist on AMD
+// Zen), so an output the reference gives as subnormal may be 0; every output in the normal range
+// must still match it to 1e-5 relative, however far below the max (-86.5 gives 2e-38).
+TEST(HwyRows, SoftmaxTermsBelowTheNormalRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> offsets = {0,   -1,   -10,    -50,  -80,  -86.5f, -87.3f, -87.4f, -88,
+                                      -90, -100, -103.5, -104, -150, -1e4f,  -inf,   -86.9f};
+  // Rows of 51 (whole vectors at both widths plus a scalar tail), -200 but for the offsets at
+  // columns [17 r, 17 r + 17) of row r, shifted by 0, 5 and 1000.
+  std::vector<float> v;
+  for (int r = 0; r < 3; ++r) {
+    const float shift = r == 0 ? 0.0f : r == 1 ? 5.0f : 1000.0f;
+    for (int j = 0; j < 51; ++j) v.push_back(shift + (j / 17 == r ? offsets[j % 17] : -200.0f));
+  }
+  auto c = make_case("Softmax", {In{{3, 51}, DType::kF32, {}, 0, 0, v}});
+  auto k = compile(*c);
+  ASSERT_EQ(k->name(), "hwy.softmax");
+  auto got = allocate_outputs(*c->node), want = allocate_outputs(*c->node);
+  ASSERT_TRUE(run_kernel(*k, *c, got).is_ok());
+  ASSERT_TRUE(run_kernel(*make_reference_kernel(*c->node), *c, want).is_ok());
+  int normal_outputs = 0;
+  for (int64_t i = 0; i < want[0].numel(); ++i) {
+    const float g = got[0].data<float>()[i], w = want[0].data<float>()[i];
+    if (w >= std::numeric_limits<float>::min()) {
+      ++normal_outputs;
+      EXPECT_NEAR(g, w, 1e-5 * w) << "element " << i << " (logit " << v[i] << ")";
+    } else {
+      EXPECT_TRUE(g == 0 || std::fabs(g - w) <= 1e-5 * w) << "element " << i << " is " << g << ", reference " << w;
+    }
+  }
+  EXPECT_EQ(normal_outputs, 3 * 7);  // 0 .. -80, -86.5 and -86.9 in each row
+}
+
 TEST(HwyRows, SoftmaxInPlace) {
   auto c = make_case("Softmax", {In{{6, 77}}});
   auto k = compile(*c);

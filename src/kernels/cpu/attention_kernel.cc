@@ -85,15 +85,15 @@ float OnlineSoftmaxRow(float* s, size_t n, const float* mask, int64_t mask_strid
   VF s0 = hn::Zero(d), s1 = hn::Zero(d);
   i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    const VF e0 = SafeExp(d, hn::Sub(hn::LoadU(d, s + i), vs));
-    const VF e1 = SafeExp(d, hn::Sub(hn::LoadU(d, s + i + N), vs));
+    const VF e0 = SoftmaxExp(d, hn::Sub(hn::LoadU(d, s + i), vs));
+    const VF e1 = SoftmaxExp(d, hn::Sub(hn::LoadU(d, s + i + N), vs));
     hn::StoreU(e0, d, s + i);
     hn::StoreU(e1, d, s + i + N);
     s0 = hn::Add(s0, e0);
     s1 = hn::Add(s1, e1);
   }
   for (; i + N <= n; i += N) {
-    const VF e = SafeExp(d, hn::Sub(hn::LoadU(d, s + i), vs));
+    const VF e = SoftmaxExp(d, hn::Sub(hn::LoadU(d, s + i), vs));
     hn::StoreU(e, d, s + i);
     s0 = hn::Add(s0, e);
   }

@@ -56,8 +56,8 @@ HWY_INLINE float SumExp(const float* x, float* y, size_t n, float m) {
   VF s0 = hn::Zero(d), s1 = hn::Zero(d);
   size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    const VF e0 = SafeExp(d, hn::Sub(hn::LoadU(d, x + i), vm));
-    const VF e1 = SafeExp(d, hn::Sub(hn::LoadU(d, x + i + N), vm));
+    const VF e0 = SoftmaxExp(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    const VF e1 = SoftmaxExp(d, hn::Sub(hn::LoadU(d, x + i + N), vm));
     if (kStore) {
       hn::StoreU(e0, d, y + i);
       hn::StoreU(e1, d, y + i + N);
@@ -66,7 +66,7 @@ HWY_INLINE float SumExp(const float* x, float* y, size_t n, float m) {
     s1 = hn::Add(s1, e1);
   }
   for (; i + N <= n; i += N) {
-    const VF e = SafeExp(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    const VF e = SoftmaxExp(d, hn::Sub(hn::LoadU(d, x + i), vm));
     if (kStore) hn::StoreU(e, d, y + i);
     s0 = hn::Add(s0, e);
   }
@@ -106,7 +106,7 @@ size_t SoftmaxShortRows(const float* x, float* y, size_t rows, size_t n, bool lo
     m = hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<float>::quiet_NaN()), m);
     VF sum = hn::Zero(d);
     for (size_t j = 0; j < n; ++j) {
-      const VF e = SafeExp(d, hn::Sub(hn::Load(d, col + j * N), m));
+      const VF e = SoftmaxExp(d, hn::Sub(hn::Load(d, col + j * N), m));
       if (!log) hn::Store(e, d, col + j * N);
       sum = hn::Add(sum, e);
     }
