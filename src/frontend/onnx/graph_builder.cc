@@ -25,6 +25,10 @@ class GraphBuilder {
                const OnnxLoadOptions& options, TensorBudget* budget)
       : proto_(proto), base_dir_(base_dir), options_(options), budget_(budget) {}
 
+  // The top-level graph, `proto_` itself, handed over mutable: each initializer's raw data is
+  // freed once read (build_graph's promise).
+  void release_initializers_from(onnx::GraphProto* proto) { releasable_ = proto == &proto_ ? proto : nullptr; }
+
   Result<Graph> build(const onnx::ModelProto& model) {
     OPFUSE_ASSIGN_OR_RETURN(model_opsets_, read_opset_imports(model));
     // Every default-domain node is read in the form of the op records' opsets (record_opset).
@@ -124,6 +128,9 @@ class GraphBuilder {
           Tensor data,
           tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), budget_));
       OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
+      // The bytes are now the Tensor's: free the proto's copy (release, as clearing a string
+      // keeps its capacity).
+      if (releasable_ != nullptr) delete releasable_->mutable_initializer(i)->release_raw_data();
     }
     return Status::ok();
   }
@@ -394,6 +401,7 @@ class GraphBuilder {
   }
 
   const onnx::GraphProto& proto_;
+  onnx::GraphProto* releasable_ = nullptr;  // proto_, when its initializers' data may be freed
   bool is_subgraph_ = false;  // a node's body: its inputs may be untyped, it may capture
   std::string base_dir_;
   const OnnxLoadOptions& options_;
@@ -408,12 +416,13 @@ class GraphBuilder {
 
 }  // namespace
 
-Result<Graph> build_graph(const onnx::ModelProto& model, const std::string& base_dir,
+Result<Graph> build_graph(onnx::ModelProto& model, const std::string& base_dir,
                           const OnnxLoadOptions& options) {
   TensorBudget budget;
   budget.max_tensor_bytes = options.max_tensor_bytes;
   budget.max_total_bytes = options.max_weight_bytes;
   GraphBuilder builder(model.graph(), base_dir, options, &budget);
+  builder.release_initializers_from(model.mutable_graph());
   return builder.build(model);
 }
 

@@ -11,8 +11,10 @@
 
 namespace opfuse::onnx_import {
 
-// Errors name the culprit but not the model file; the caller adds that as context.
-Result<Graph> build_graph(const onnx::ModelProto& model, const std::string& base_dir,
+// Errors name the culprit but not the model file; the caller adds that as context. Each
+// top-level initializer's raw data is released from `model` once it is a Tensor of the graph, so
+// a model's weights are not held twice while it loads (the model is not meant for use after).
+Result<Graph> build_graph(onnx::ModelProto& model, const std::string& base_dir,
                           const OnnxLoadOptions& options);
 
 }  // namespace opfuse::onnx_import

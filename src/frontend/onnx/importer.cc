@@ -65,9 +65,8 @@ Status check_optimised_target(const onnx::ModelProto& model, const std::string& 
   return Status::ok();
 }
 
-Result<Graph> load(std::string_view bytes, const std::string& base_dir,
-                   const OnnxLoadOptions& options, const std::string& source) {
-  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, source));
+Result<Graph> load(onnx::ModelProto model, const std::string& base_dir, const OnnxLoadOptions& options,
+                   const std::string& source) {
   OPFUSE_TRY(check_optimised_target(model, source));
   // Model-local functions are composite ops: inline them so the fuser sees their primitives.
   if (Status s = onnx_import::inline_local_functions(model); !s.is_ok()) return s.with_context(source);
@@ -102,13 +101,16 @@ Result<Graph> load_onnx_file(const std::string& path, const OnnxLoadOptions& opt
   if (static_cast<uint64_t>(in.gcount()) != size) {
     return Status::user_error(str_cat("reading model file '", path, "' failed"));
   }
+  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
+  std::string().swap(bytes);  // the file's bytes are the model's now: free them before the graph is built
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return load(bytes, dir.empty() ? "." : dir, options, path);
+  return load(std::move(model), dir.empty() ? "." : dir, options, path);
 }
 
 Result<Graph> load_onnx_bytes(std::string_view bytes, const std::string& base_dir,
                               const OnnxLoadOptions& options, const std::string& source_name) {
-  return load(bytes, base_dir, options, source_name);
+  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, source_name));
+  return load(std::move(model), base_dir, options, source_name);
 }
 
 }  // namespace opfuse
