@@ -1,6 +1,7 @@
 // gather_strided (kernels/cpu/strided_gather.h) against the element-by-element definition: every
 // start and length over views with runs of 1 to 12 floats, broadcast dims and reversed strides,
-// read through the contiguous source (short runs by a loop, long ones by memcpy) and through at().
+// read through the contiguous source (short runs by a loop, long ones by memcpy, repeated rows
+// copied once and doubled) and through at().
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -36,6 +37,8 @@ TEST(StridedGather, EveryRangeOfEveryViewMatchesTheDefinition) {
       {{5, 8}, {-8, 1}, 40},        // rows in reverse
       {{3, 4, 2}, {16, 1, 4}, 0},   // a transposed inner pair (stride 4)
       {{10}, {0}, 17},              // a splat
+      {{3, 7, 4}, {4, 0, 1}, 5},    // a per-channel row over the pixels of a blocked tensor
+      {{2, 3, 5, 16}, {80, 16, 0, 1}, 0},  // the same with an outer dim: rows copied and doubled
   };
   std::vector<int64_t> index;
   for (const View& v : views) {
