@@ -31,11 +31,10 @@ HWY_INLINE V SafeExp(D d, V x) {
 
 // exp(x) for a softmax's terms, x = score - row max (<= 0, or NaN): SafeExp, except that a term
 // below FLT_MIN (x < -87.33) is 0 instead of subnormal. Computing a subnormal or underflowing
-// result costs a microcode assist per vector on AMD Zen: in BERT-small's attention at the AVX2
-// tier (Zen 5), where masked and far-below-max scores are common, the softmax took as long as
-// the two products. Such a term is below 2^-126 of the row's largest (which is 1), so neither
+// result costs a microcode assist per vector on AMD Zen: in BERT-small-shaped attention with a
+// padding mask (keys -1e4 below the max) at the AVX2 tier of a Zen 5, the softmax took as long
+// as the two products. Such a term is below 2^-126 of the row's largest (which is 1), so neither
 // the row sum nor a normal output changes; only outputs that would be subnormal become 0.
-// (ONNX Runtime's softmax clamps its exp's argument the same way.)
 template <class D, class V>
 HWY_INLINE V SoftmaxExp(D d, V x) {
   const V floor = hn::Set(d, -87.33f);  // exp(-87.33) = 1.18e-38 > FLT_MIN = 1.175e-38
