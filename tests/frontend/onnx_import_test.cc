@@ -110,6 +110,7 @@ onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op, std::vecto
   return testing_onnx::add_node(m, op, std::move(in), std::move(out), name, domain);
 }
 using testing_onnx::add_float_initializer;
+using testing_onnx::add_raw_initializer;
 
 // x -> TestIdentity -> y, with a weight initializer.
 onnx::ModelProto identity_model() {
@@ -215,12 +216,9 @@ TEST_F(OnnxImportTest, ValidFileLoads) {
 // bert_base's peak RSS at load went 1041 -> 720 MB).
 TEST_F(OnnxImportTest, InitializerBytesLeaveTheParsedModelOnceTheyAreConstants) {
   onnx::ModelProto m = identity_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("raw");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(3);
   const float values[3] = {1.5f, -2.0f, 1e-40f};
-  t->set_raw_data(std::string(reinterpret_cast<const char*>(values), sizeof(values)));
+  add_raw_initializer(m, "raw", onnx::TensorProto::FLOAT, {3},
+                      std::string(reinterpret_cast<const char*>(values), sizeof(values)));
   Result<Graph> g = onnx_import::build_graph(m, "", {});
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   EXPECT_FALSE(m.graph().initializer(1).has_raw_data());
@@ -317,11 +315,7 @@ TEST_F(OnnxImportTest, AGraphAttributeOfAnOpWithoutBodiesIsNamed) {
 
 TEST_F(OnnxImportTest, TensorClaimingMoreElementsThanItsBytesIsAnError) {
   onnx::ModelProto m = identity_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("short_raw");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(10);
-  t->set_raw_data(std::string(8, '\0'));  // 2 floats, not 10
+  add_raw_initializer(m, "short_raw", onnx::TensorProto::FLOAT, {10}, std::string(8, '\0'));  // 2 floats, not 10
   expect_user_error(load(m).status(), {"initializer 'short_raw'", "40 bytes", "holds 8"});
 
   onnx::ModelProto m2 = identity_model();
@@ -338,12 +332,7 @@ TEST_F(OnnxImportTest, TrillionElementClaimFailsBeforeAllocating) {
   EXPECT_EQ(s.message().find("allocation cap"), std::string::npos) << s.message();
 
   onnx::ModelProto raw = identity_model();
-  auto* t = raw.mutable_graph()->add_initializer();
-  t->set_name("huge_raw");
-  t->set_data_type(onnx::TensorProto::INT64);
-  t->add_dims(1000000);
-  t->add_dims(1000000);
-  t->set_raw_data(std::string(16, '\0'));
+  add_raw_initializer(raw, "huge_raw", onnx::TensorProto::INT64, {1000000, 1000000}, std::string(16, '\0'));
   s = load(raw).status();
   expect_user_error(s, {"initializer 'huge_raw'", "8000000000000 bytes", "holds 16"});
   EXPECT_EQ(s.message().find("allocation cap"), std::string::npos) << s.message();

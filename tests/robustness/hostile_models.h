@@ -29,6 +29,7 @@ inline onnx::ModelProto base_model() {
 }
 
 using testing_onnx::add_float_initializer;
+using testing_onnx::add_raw_initializer;
 using testing_onnx::add_node;
 using testing_onnx::add_value_info;
 
@@ -234,12 +235,7 @@ inline std::vector<Case> cases() {
       {"trillion_elements_raw",
        [](const fs::path& dir) {
          onnx::ModelProto m = add_model();
-         auto* t = m.mutable_graph()->add_initializer();
-         t->set_name("big");
-         t->set_data_type(onnx::TensorProto::FLOAT);
-         t->add_dims(1000000);
-         t->add_dims(1000000);
-         t->set_raw_data(std::string(16, '\0'));
+         add_raw_initializer(m, "big", onnx::TensorProto::FLOAT, {1000000, 1000000}, std::string(16, '\0'));
          return write_model(dir, m);
        },
        {"initializer 'big'", "4000000000000 bytes", "holds 16"}},

@@ -130,11 +130,7 @@ TEST_F(LoaderLimitsTest, WeightCapCoversInitializersConstantsAndTensorAttributes
 
 TEST_F(LoaderLimitsTest, TensorCapRefusesOneLargeTensorBeforeAllocating) {
   onnx::ModelProto m = hostile::add_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("large");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(1024);
-  t->set_raw_data(std::string(4096, '\0'));
+  testing_onnx::add_raw_initializer(m, "large", onnx::TensorProto::FLOAT, {1024}, std::string(4096, '\0'));
   OnnxLoadOptions options;
   options.max_tensor_bytes = 4096;
   EXPECT_TRUE(load_onnx_bytes(bytes_of(m), "", options).is_ok());

@@ -1,5 +1,5 @@
 // Building ONNX ModelProtos by hand in tests (crafted and hostile models): value infos, nodes and
-// f32 initializers, written once for every test that needs them.
+// initializers, written once for every test that needs them.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -41,6 +41,18 @@ inline onnx::TensorProto* add_float_initializer(onnx::ModelProto& m, const std::
   t->set_data_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) t->add_dims(d);
   for (float v : values) t->add_float_data(v);
+  return t;
+}
+
+// An initializer of `data_type` whose data is the bytes `raw` (raw_data), which may disagree
+// with dims: a short or a huge claim.
+inline onnx::TensorProto* add_raw_initializer(onnx::ModelProto& m, const std::string& name, int data_type,
+                                              const std::vector<int64_t>& dims, std::string raw) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(data_type);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::move(raw));
   return t;
 }
 
