@@ -387,6 +387,8 @@ TEST(FusionNumericTest, InputScaleFoldsIntoConvsOfEveryShape) {
   const Case cases[] = {
       {"1x1, 32 channels", 1, 32, 8, "[16,32,1,1]", 16, 8, "kernel_shape = [1, 1]"},
       {"1x1, 20 channels (padded blocks)", 1, 20, 9, "[12,20,1,1]", 12, 9, "kernel_shape = [1, 1]"},
+      // 17280 weights: scaled by every thread, each its share (onednn_common.cc, scale_weights).
+      {"1x1, 144 -> 120 channels", 1, 144, 12, "[120,144,1,1]", 120, 12, "kernel_shape = [1, 1]"},
       {"3x3 stride 2 pads 1, batch 2", 2, 20, 12, "[8,20,3,3]", 8, 6,
        "kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]"},
       {"grouped", 1, 24, 10, "[16,12,1,1]", 16, 10, "group = 2, kernel_shape = [1, 1]"},

@@ -20,8 +20,7 @@ struct ChannelSegment {
 namespace hwy_cpu {
 
 // dst = src * s[channel of each element] (0 for padding), segment after segment, on this
-// thread: the weights it is used for are small next to the activation (the fusion's
-// condition), and waking OpenMP threads would cost more than the pass.
+// thread (the caller splits large weights between threads: onednn_common.cc, scale_weights).
 void scale_channel_segments(std::span<const ChannelSegment> segments, const float* s, const float* src,
                             float* dst);
 

@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn_common.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -114,10 +116,34 @@ WeightScale make_weight_scale(const dnnl::memory::desc& user_md, const dnnl::mem
     const int32_t step = c >= 0 && next == c + 1 ? 1 : 0;
     int64_t n = 1;
     while (i + n < count && static_cast<int32_t>(p[i + n]) - 1 == (step ? c + n : c)) ++n;
+    ws.starts.push_back(i);
     ws.segments.push_back({c, step, n});
     i += n;
   }
+  ws.starts.push_back(count);
   return ws;
+}
+
+// Above this many weights the scale is split between the kernel's threads. The weights come from
+// L3 (the rest of the model evicted them) while the other thread waits for the primitive
+// anyway: on one thread MobileNetV3-Large's five scaled convs (150K floats, 9400 segments)
+// spent ~65 us per run here, 2.4% of the model (Zen 5, perf).
+constexpr int64_t kParallelScaleFloats = int64_t{1} << 14;
+
+void scale_weights(const WeightScale& ws, const float* s, const float* src, float* dst) {
+  const int64_t total = ws.starts.back();
+  const int threads = total >= kParallelScaleFloats ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    // The segments starting in this thread's share of the floats.
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const auto first = std::lower_bound(ws.starts.begin(), ws.starts.end(), total * t / nt);
+    const auto last = std::lower_bound(ws.starts.begin(), ws.starts.end(), total * (t + 1) / nt);
+    const size_t i0 = static_cast<size_t>(first - ws.starts.begin());
+    const size_t n = static_cast<size_t>(last - first);
+    const int64_t at = ws.starts[i0];
+    if (n > 0) hwy_cpu::scale_channel_segments(std::span(ws.segments).subspan(i0, n), s, src + at, dst + at);
+  }
 }
 
 dnnl::primitive_attr make_attr(const dnnl::post_ops& ops) {
@@ -241,19 +267,17 @@ Status OneDnnKernel::run(std::span<const Tensor* const> inputs,
   if (block == nullptr && total > 0) {
     return Status::user_error(str_cat(node_.describe(), ": out of memory for ", total, " scratch bytes"));
   }
+  dnnl::stream& stream = thread_stream();
+  ScopedOmpThreads scoped(threads_);
   if (plan_.weight_scale) {
     const WeightScale& ws = *plan_.weight_scale;
     const size_t i = static_cast<size_t>(ws.input);
     OPFUSE_TRY(check(i < inputs.size() ? inputs[i] : nullptr, ws.dims, "input", i));
     const dnnl::memory& packed = args.at(DNNL_ARG_WEIGHTS);
-    const float* s = inputs[i]->data<float>();
-    const auto* src = static_cast<const float*>(packed.get_data_handle());
     float* scaled = reinterpret_cast<float*>(block + pad_bytes + src_bytes + dst_bytes);
-    hwy_cpu::scale_channel_segments(ws.segments, s, src, scaled);
+    scale_weights(ws, inputs[i]->data<float>(), static_cast<const float*>(packed.get_data_handle()), scaled);
     args[DNNL_ARG_WEIGHTS] = wrap(packed.get_desc(), scaled);
   }
-  dnnl::stream& stream = thread_stream();
-  ScopedOmpThreads scoped(threads_);
   try {
     auto with_scratchpad = [&](std::unordered_map<int, dnnl::memory> a,
                                const dnnl::memory::desc& md) {

@@ -78,6 +78,7 @@ struct WeightScale {
   Dims dims;       // S's dims (checked at run time); its first `channels` floats are used
   int64_t channels = 0;
   std::vector<ChannelSegment> segments;  // covering the packed weights in order
+  std::vector<int64_t> starts;           // segment i's first float; one more entry: the total
 };
 
 // The WeightScale for weights given as `user_md` (ONNX layout [M, C/group, k...], described
