@@ -109,7 +109,7 @@ WeightScale make_weight_scale(const dnnl::memory::desc& user_md, const dnnl::mem
   const dnnl::memory packed = pack(user_md, numbers.data(), packed_md);
   const float* p = static_cast<const float*>(packed.get_data_handle());
   const int64_t count = static_cast<int64_t>(packed_md.get_size() / sizeof(float));
-  WeightScale ws{input, std::move(s_dims), group * per_group, {}};
+  WeightScale ws{input, std::move(s_dims), group * per_group, {}, {}};
   for (int64_t i = 0; i < count;) {
     const int32_t c = static_cast<int32_t>(p[i]) - 1;
     const int32_t next = i + 1 < count ? static_cast<int32_t>(p[i + 1]) - 1 : c;
