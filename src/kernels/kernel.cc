@@ -83,7 +83,7 @@ Result<std::unique_ptr<Kernel>> create_kernel(const KernelCompileContext& ctx) {
   }
   const Target target = active_target();
   for (const KernelImpl& impl : all_kernels()) {
-    if (builtin_domain && impl.op_type == ctx.node.op_type() && (!impl.preferred || impl.preferred(target)) &&
+    if (builtin_domain && impl.op_type == ctx.node.op_type() && (!impl.preferred || impl.preferred(target, ctx)) &&
         impl.supports(ctx)) {
       return impl.create(ctx);
     }

@@ -69,9 +69,10 @@ struct KernelImpl {
   // Whether this implementation handles this node (dtypes, attributes, constant weights ...).
   bool (*supports)(const KernelCompileContext& ctx);
   Result<std::unique_ptr<Kernel>> (*create)(const KernelCompileContext& ctx);
-  // Whether the table picks it on this target (null: always). A kernel that supports a node but
-  // loses to a later entry on some targets says so here; a tuning record may still choose it.
-  bool (*preferred)(const Target& target) = nullptr;
+  // Whether the table picks it for this node on this target (null: always). A kernel that
+  // supports a node but loses to a later entry on some targets or shapes says so here; a tuning
+  // record may still choose it.
+  bool (*preferred)(const Target& target, const KernelCompileContext& ctx) = nullptr;
 };
 
 // Every optimised kernel (kernels/kernel_list.cc). Earlier entries win for the same op.

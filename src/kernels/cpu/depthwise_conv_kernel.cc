@@ -13,9 +13,12 @@
 // output goes through the tiles: a per-pixel loop that checked each tap for the one or two
 // border columns on each side took as long as the tiles of a whole 14-wide row.
 //
-// Threads take bands of output rows in contiguous static chunks, each band through every channel
-// block in turn, so a thread writes the pixels the small 1x1 convs around it read and wrote on
-// the same thread (cpu.conv splits those by pixels the same way). A Relu or Clip epilogue is
+// Threads take (band, channel block) items in contiguous static chunks, in the order the kernels
+// around it split their work, so a thread reads mostly what it wrote itself, from its own L2:
+// below AVX-512 each band through every channel block in turn, as cpu.conv splits the 1x1 convs
+// by pixels; from AVX-512 up each block's bands in turn (memory order), as oneDNN's kernels and
+// the epilogue passes split a tensor. (Zen 5, MobileNetV2 / EfficientNet-B0 at O3, per node against
+// the band order: 56x56 convs 0.64-0.77, 112x112 ones 0.85-0.89.) A Relu or Clip epilogue is
 // applied in registers before the store; any other runs over the band's rows just written.
 #ifndef OPFUSE_KERNELS_CPU_DEPTHWISE_CONV_KERNEL_DECLS_
 #define OPFUSE_KERNELS_CPU_DEPTHWISE_CONV_KERNEL_DECLS_
@@ -160,13 +163,22 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-// Depthwise convs up to this many multiply-adds run here. Measured on a Zen 3 (AVX2), chains of
-// 3x3 depthwise convs + ReLU or ReLU6, time against oneDNN's jit_dw, medians of paired rounds:
-// 128 channels on 8x8 (74K multiply-adds) 0.80-0.84 on one thread, 0.73 on two; 64 on 16x16
-// (147K) 1.08 and 0.90; 384 on 14x14 (677K) 0.93-0.97 and 1.04-1.14; 960 on 7x7 0.84 and 1.19;
-// 192 on 28x28 1.00 and 1.02-1.07; 144 on 56x56 1.11-1.15 and 1.04-1.12. On larger maps oneDNN's
-// kernel keeps up (its loads come from L2 or L3 either way) and splits the work as well.
+// Below AVX-512, depthwise convs up to this many multiply-adds run here. Measured on a Zen 3
+// (AVX2), chains of 3x3 depthwise convs + ReLU or ReLU6, time against oneDNN's jit_dw, medians of
+// paired rounds: 128 channels on 8x8 (74K multiply-adds) 0.80-0.84 on one thread, 0.73 on two;
+// 64 on 16x16 (147K) 1.08 and 0.90; 384 on 14x14 (677K) 0.93-0.97 and 1.04-1.14; 960 on 7x7 0.84
+// and 1.19; 192 on 28x28 1.00 and 1.02-1.07; 144 on 56x56 1.11-1.15 and 1.04-1.12 (with bands
+// sized by L1 then). On larger maps oneDNN's kernel kept up and split the work as well.
 constexpr int64_t kSmallConvMacs = int64_t{1} << 18;
+
+// From AVX-512 up, stride-1 convs with output maps at least this wide and tall run here.
+// Measured on a Zen 5 (2 threads, `DepthwiseConvBench`: the MobileNet and EfficientNet shapes,
+// eight inputs in turn, the two kernels alternating over 11 rounds, oneDNN with its ReLU/Clip
+// inside as in a plan for finite inputs), time against jit_dw:avx512_core: 16 and 32 channels
+// at 112x112 0.80-0.81, 72 and 144 at 56x56 0.53-0.62 (0.79 with SiLU); at 28x28 1.01-1.11,
+// at 14x14 1.2-1.7 and at 7x7 1.9-2.9 (rows of 14 or 7 leave the tiles of 4, 2 and 1 outputs
+// waiting on their few accumulators' FMA latency); stride 2 from 112x112 1.19.
+constexpr int64_t kWideMapAvx512 = 56;
 
 // Below this many multiply-adds one thread does the conv: two threads gain once the work is
 // well above a fork and join (about 1 us on a Zen 3; 2^16 multiply-adds take 2-3 us here).
@@ -204,7 +216,7 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
     return std::nullopt;
   }
   p.pt = g->pad_l[0], p.pl = g->pad_l[1];
-  if (p.n <= 0 || p.oh <= 0 || p.ow <= 0 || p.n * p.oh * p.ow * p.c * p.kh * p.kw > kSmallConvMacs) return std::nullopt;
+  if (p.n <= 0 || p.oh <= 0 || p.ow <= 0) return std::nullopt;
   p.operands = std::move(*in);
   return p;
 }
@@ -263,8 +275,8 @@ class DepthwiseConvKernel final : public Kernel {
     float* y = yt->data<float>();
     const int64_t macs = p_.n * p_.oh * p_.ow * p_.c * p_.kh * p_.kw;
     const int threads = macs >= kParallelMacs ? omp_get_max_threads() : 1;
-    // Bands of rows, at least one per thread and no taller than band_rows_ (the copy in half of
-    // L1); items in the order (image, band, block), so a static chunk is a run of bands.
+    // Bands of rows, at least one per thread and no taller than band_rows_ (the copy in an eighth
+    // of L2); items in the order (image, band, block) or (image, block, band): the file comment.
     const int64_t band_rows = std::clamp<int64_t>(ceil_div(p_.oh, threads), 1, band_rows_);
     const int64_t bands = ceil_div(p_.oh, band_rows), items = p_.n * bands * blocks_;
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -280,7 +292,9 @@ class DepthwiseConvKernel final : public Kernel {
       }
 #pragma omp for schedule(static)
       for (int64_t item = 0; item < items; ++item) {
-        const int64_t image = item / (bands * blocks_), band = item / blocks_ % bands, blk = item % blocks_;
+        const int64_t image = item / (bands * blocks_);
+        const int64_t band = block_major_ ? item % bands : item / blocks_ % bands;
+        const int64_t blk = block_major_ ? item / bands % blocks_ : item % blocks_;
         const int64_t plane = image * blocks_ + blk, oy0 = band * band_rows, oy1 = std::min(p_.oh, oy0 + band_rows);
         copy_band(x + plane * x_block, oy0, oy1, copy.get());
         const int64_t at = plane * y_block + oy0 * y_row;
@@ -324,11 +338,17 @@ class DepthwiseConvKernel final : public Kernel {
   std::optional<std::pair<float, float>> clamp_ = clamp_of(epilogue_);
   // The copy's width: X's with its left padding and as many columns right as the last window reads.
   int64_t copy_width_ = std::max(p_.pl + p_.w, (p_.ow - 1) * p_.stride + p_.kw);
-  // Output rows per band at most: the band's copy fills half of L1 (6 rows of a 56-wide map on
-  // AVX2's 8 channels, 32 KiB L1), so it and the band's outputs stay there.
+  // Output rows per band at most: the band's copy fills an eighth of L2 (so it stays there with
+  // the outputs the thread wrote before). Bands sized by half of L1 held a single output row on
+  // 112-wide maps at AVX-512 (16 channels: 7 KiB an input row), copying each input row three
+  // times: at 112x112 and 56x56 the L2 bands took 0.67-0.92 of their time (`DepthwiseConvBench`,
+  // Zen 5, at AVX-512 and at the AVX2 tier); maps of 28x28 and less split into one band per
+  // thread either way.
   int64_t band_rows_ = std::max<int64_t>(
-      1, ((active_target().l1d_bytes > 0 ? active_target().l1d_bytes : 32 * 1024) / 2 /
+      1, ((active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024) / 8 /
               (copy_width_ * p_.lanes * static_cast<int64_t>(sizeof(float))) - p_.kh) / p_.stride + 1);
+  // The item order (the file comment).
+  bool block_major_ = active_target().isa >= IsaTier::kAvx512Core;
   hwy::AlignedFreeUniquePtr<float[]> packed_, bias_;
 };
 
@@ -342,11 +362,15 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 
 }  // namespace
 
-// Measured only against oneDNN's AVX2 kernel (docs/benchmarks.md); AVX-512 keeps oneDNN's.
-bool depthwise_conv_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
+bool depthwise_conv_preferred(const Target& target, const KernelCompileContext& ctx) {
+  const auto p = plan_of(ctx);
+  if (!p) return false;
+  if (target.isa < IsaTier::kAvx512Core) return p->n * p->oh * p->ow * p->c * p->kh * p->kw <= kSmallConvMacs;
+  return p->stride == 1 && p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512;
+}
 
 KernelImpl depthwise_conv_kernel() {
-  return {"cpu.dwconv", "BlockedConv", supports, create, depthwise_conv_wins};
+  return {"cpu.dwconv", "BlockedConv", supports, create, depthwise_conv_preferred};
 }
 
 }  // namespace opfuse

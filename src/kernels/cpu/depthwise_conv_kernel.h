@@ -6,7 +6,9 @@
 // Why: oneDNN 2.6's AVX2 depthwise kernel (`jit_dw:avx2`) ran small depthwise convs (fr_landmark's
 // 64-128 channels on 16x16 and 8x8 maps) on a Zen 3 at 10-13 G multiply-adds per second on one
 // core, 0.2-0.3 of the FMA peak, and barely faster on two threads; they were a quarter of that
-// model's time at O3. On MobileNet's larger maps it keeps up with this kernel, so those stay there.
+// model's time at O3. On MobileNet's larger maps it kept up with this kernel there. At AVX-512
+// it is the other way round: `jit_dw:avx512_core` runs the 14x14 and 7x7 maps faster and the
+// 56x56 and 112x112 ones slower (depthwise_conv_preferred).
 #pragma once
 
 #include "core/target.h"
@@ -14,13 +16,14 @@
 
 namespace opfuse {
 
-// A BlockedConv whose groups are its channels (weights [C, 1, kh, kw], C outputs) of at most 2^18
-// multiply-adds, with X and Y on the vector's block, a 3 or 5 wide window, strides of 1 or 2 (the
-// same on both axes), no dilation, constant weights and bias, no input scale, and an epilogue
-// with a vector form.
+// A BlockedConv whose groups are its channels (weights [C, 1, kh, kw], C outputs), with X and Y on
+// the vector's block, a 3 or 5 wide window, strides of 1 or 2 (the same on both axes), no
+// dilation, constant weights and bias, no input scale, and an epilogue with a vector form.
 KernelImpl depthwise_conv_kernel();
 
-// Whether the table prefers it to oneDNN's blocked conv on this target (see the .cc).
-bool depthwise_conv_wins(const Target& target);
+// Whether the table prefers it to oneDNN's blocked conv for this node on this target: below
+// AVX-512 convs of at most 2^18 multiply-adds, from AVX-512 up stride-1 convs on maps of at
+// least 56x56 (the .cc has the measurements).
+bool depthwise_conv_preferred(const Target& target, const KernelCompileContext& ctx);
 
 }  // namespace opfuse

@@ -409,7 +409,10 @@ std::unique_ptr<DirectConvRows> direct_conv_rows(const KernelCompileContext& ctx
 // worse. Not measured against AVX-512 kernels (oneDNN's brgemm convs there): those keep oneDNN.
 bool direct_conv_wins(const Target& target) { return target.isa < IsaTier::kAvx512Core; }
 
-KernelImpl direct_conv_kernel() { return {"cpu.conv", "BlockedConv", supports, create, direct_conv_wins}; }
+KernelImpl direct_conv_kernel() {
+  return {"cpu.conv", "BlockedConv", supports, create,
+          [](const Target& target, const KernelCompileContext&) { return direct_conv_wins(target); }};
+}
 
 }  // namespace opfuse
 #endif  // HWY_ONCE

@@ -410,20 +410,25 @@ bool packed_gemm_wins(const Target& target) { return target.isa < IsaTier::kAvx5
 // an alternative that `opfuse tune` measures per model.
 bool packed_gemm_wins_conv(const Target&) { return false; }
 
+namespace {
+bool gemm_preferred(const Target& target, const KernelCompileContext&) { return packed_gemm_wins(target); }
+bool conv_preferred(const Target& target, const KernelCompileContext&) { return packed_gemm_wins_conv(target); }
+}  // namespace
+
 KernelImpl packed_matmul_kernel() {
-  return {"cpu.gemm", "MatMul", supports<Anchor::kMatMul, false>, create<Anchor::kMatMul, false>, packed_gemm_wins};
+  return {"cpu.gemm", "MatMul", supports<Anchor::kMatMul, false>, create<Anchor::kMatMul, false>, gemm_preferred};
 }
 KernelImpl packed_gemm_kernel() {
-  return {"cpu.gemm", "Gemm", supports<Anchor::kGemm, false>, create<Anchor::kGemm, false>, packed_gemm_wins};
+  return {"cpu.gemm", "Gemm", supports<Anchor::kGemm, false>, create<Anchor::kGemm, false>, gemm_preferred};
 }
 KernelImpl packed_fused_matmul_kernel() {
-  return {"cpu.gemm", "FusedMatMul", supports<Anchor::kMatMul, true>, create<Anchor::kMatMul, true>, packed_gemm_wins};
+  return {"cpu.gemm", "FusedMatMul", supports<Anchor::kMatMul, true>, create<Anchor::kMatMul, true>, gemm_preferred};
 }
 KernelImpl packed_fused_gemm_kernel() {
-  return {"cpu.gemm", "FusedGemm", supports<Anchor::kGemm, true>, create<Anchor::kGemm, true>, packed_gemm_wins};
+  return {"cpu.gemm", "FusedGemm", supports<Anchor::kGemm, true>, create<Anchor::kGemm, true>, gemm_preferred};
 }
 KernelImpl packed_blocked_conv_kernel() {
-  return {"cpu.gemm", "BlockedConv", supports<Anchor::kConv1x1, true>, create<Anchor::kConv1x1, true>, packed_gemm_wins_conv};
+  return {"cpu.gemm", "BlockedConv", supports<Anchor::kConv1x1, true>, create<Anchor::kConv1x1, true>, conv_preferred};
 }
 
 }  // namespace opfuse

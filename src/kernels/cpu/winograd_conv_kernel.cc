@@ -365,7 +365,10 @@ Result<std::unique_ptr<Kernel>> create(const KernelCompileContext& ctx) {
 // (passes/layout_measure.cc weighs the two), and less than its jit kernel on nChw16c.
 bool winograd_conv_wins(const Target&) { return true; }
 
-KernelImpl winograd_conv_kernel() { return {"cpu.winograd", "BlockedConv", supports, create, winograd_conv_wins}; }
+KernelImpl winograd_conv_kernel() {
+  return {"cpu.winograd", "BlockedConv", supports, create,
+          [](const Target& target, const KernelCompileContext&) { return winograd_conv_wins(target); }};
+}
 
 }  // namespace opfuse
 #endif  // HWY_ONCE
