@@ -38,6 +38,7 @@
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_post_ops.h"
 #include "kernels/target_caps.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
@@ -119,10 +120,17 @@ HWY_INLINE void Tile(const DepthwiseRow& r, int64_t ox) {
   for (size_t t = 0; t < kT; ++t) hn::StoreU(acc[t], d, r.y + (ox + static_cast<int64_t>(t)) * b);
 }
 
-// Tiles of 8, then of 4, 2 and 1 for the rest of the row: four tile widths per window and
-// stride (each width is a separate unrolled body; all eight cost minutes of the sanitizer build).
+// Tiles of 8, then of 4, 2 and 1 for the rest of the row; rows of 7, 14, 28 ... in tiles of 7,
+// whose seven accumulators keep the FMAs busy where 4, 2 and 1 wait on their latency (Zen 5,
+// AVX-512, `DepthwiseConvBench`: 960 channels 5x5 on 7x7 44-50 -> 21 us, 480 channels 3x3 on
+// 14x14 34-38 -> 22 us). Five tile widths per window and stride: each is a separate unrolled
+// body, and all eight cost minutes of the sanitizer build.
 template <size_t kKw, size_t kStride>
 HWY_INLINE void Row(const DepthwiseRow& r) {
+  if (r.ow % static_cast<int64_t>(kTilePixels) != 0 && r.ow % 7 == 0) {
+    for (int64_t ox = 0; ox < r.ow; ox += 7) Tile<kKw, kStride, 7>(r, ox);
+    return;
+  }
   int64_t ox = 0;
   for (; ox + static_cast<int64_t>(kTilePixels) <= r.ow; ox += kTilePixels) Tile<kKw, kStride, kTilePixels>(r, ox);
   if (ox + 4 <= r.ow) Tile<kKw, kStride, 4>(r, ox), ox += 4;
@@ -171,14 +179,17 @@ using Dims = std::vector<int64_t>;
 // sized by L1 then). On larger maps oneDNN's kernel kept up and split the work as well.
 constexpr int64_t kSmallConvMacs = int64_t{1} << 18;
 
-// From AVX-512 up, stride-1 convs with output maps at least this wide and tall run here.
-// Measured on a Zen 5 (2 threads, `DepthwiseConvBench`: the MobileNet and EfficientNet shapes,
-// eight inputs in turn, the two kernels alternating over 11 rounds, oneDNN with its ReLU/Clip
-// inside as in a plan for finite inputs), time against jit_dw:avx512_core: 16 and 32 channels
-// at 112x112 0.80-0.81, 72 and 144 at 56x56 0.53-0.62 (0.79 with SiLU); at 28x28 1.01-1.11,
-// at 14x14 1.2-1.7 and at 7x7 1.9-2.9 (rows of 14 or 7 leave the tiles of 4, 2 and 1 outputs
-// waiting on their few accumulators' FMA latency); stride 2 from 112x112 1.19.
-constexpr int64_t kWideMapAvx512 = 56;
+// From AVX-512 up, stride-1 convs run here when their output maps are at least this wide and
+// tall, or when oneDNN would leave part of the epilogue to a pass of its own over the output
+// (SiLU; Relu and Clip where NaN must survive), which this kernel applies while the rows are in
+// L1. Measured on a Zen 5 (2 threads, `DepthwiseConvBench`: the MobileNet and EfficientNet
+// shapes, eight inputs in turn, the two kernels alternating over 11 rounds, three runs, oneDNN
+// with Relu/Clip/HardSwish inside as in a plan for finite inputs), time against
+// jit_dw:avx512_core at stride 1: 112x112 0.76-0.92, 56x56 0.51-0.58 (0.68-0.72 with SiLU),
+// 28x28 0.85-0.98 (0.79-0.85), 14x14 0.83-1.05 (0.84-0.91), 7x7 0.95-1.10 (0.88-0.98). At
+// stride 2 oneDNN keeps the 112x112 (1.05-1.20) and 28x28 and 14x14 inputs (1.09-1.21); from
+// 56x56 to 28x28 this kernel took 0.61-0.89 (not taken yet: one shape each in MobileNetV2/V3).
+constexpr int64_t kWideMapAvx512 = 28;
 
 // Below this many multiply-adds one thread does the conv: two threads gain once the work is
 // well above a fork and join (about 1 us on a Zen 3; 2^16 multiply-adds take 2-3 us here).
@@ -366,7 +377,9 @@ bool depthwise_conv_preferred(const Target& target, const KernelCompileContext& 
   const auto p = plan_of(ctx);
   if (!p) return false;
   if (target.isa < IsaTier::kAvx512Core) return p->n * p->oh * p->ow * p->c * p->kh * p->kw <= kSmallConvMacs;
-  return p->stride == 1 && p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512;
+  const std::vector<PostOp>& e = p->operands.epilogue;
+  const bool onednn_leaves_a_pass = onednn::placed_post_ops(e, ctx, onednn::cheap_conv_post_ops(e, ctx.exact_non_finite)) < e.size();
+  return p->stride == 1 && ((p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512) || onednn_leaves_a_pass);
 }
 
 KernelImpl depthwise_conv_kernel() {
