@@ -133,16 +133,17 @@ TEST(DepthwiseConv, DeclinesOtherConvs) {
   EXPECT_EQ(supported({64, 1, 3, 3}, 64, 112, {}, 64), vector_is_a_block());  // any size
 
   // Preferred below AVX-512 up to 2^18 multiply-adds (64 channels x 3x3 on 21x21 is 254016, on
-  // 22x22 more); from AVX-512 up at stride 1 on output maps of 28x28 or more, or whatever the
-  // map when oneDNN would run part of the epilogue as a pass of its own.
+  // 22x22 more); from AVX-512 up at stride 1 with four channel blocks or more (64 channels; not
+  // 24) on output maps of 56x56 or more, or whatever the map when oneDNN would run part of the
+  // epilogue as a pass of its own.
   const auto preferred = [&](IsaTier tier, int64_t hw, int64_t stride, std::vector<std::string> epilogue = {},
-                             bool exact_non_finite = false) {
+                             bool exact_non_finite = false, int64_t c = 64) {
     Target target = active_target();
     target.isa = tier;
     auto node = make_node("BlockedConv",
-                          {in(random_f32(blocked_dims(1, 64, hw, hw, block), gen)), cst(random_f32({64, 1, 3, 3}, gen))},
+                          {in(random_f32(blocked_dims(1, c, hw, hw, block), gen)), cst(random_f32({c, 1, 3, 3}, gen))},
                           {{"block", block},
-                           {"group", int64_t{64}},
+                           {"group", c},
                            {"pads", Ints{1, 1, 1, 1}},
                            {"strides", Ints{stride, stride}},
                            {"epilogue", epilogue}});
@@ -156,13 +157,15 @@ TEST(DepthwiseConv, DeclinesOtherConvs) {
   EXPECT_EQ(preferred(IsaTier::kAvx2, 21, 1), b);
   EXPECT_FALSE(preferred(IsaTier::kAvx2, 22, 1));
   EXPECT_FALSE(preferred(IsaTier::kAvx2, 56, 1, {"sigmoid_mul"}));
-  EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 27, 1, {"relu"}));
-  EXPECT_EQ(preferred(IsaTier::kAvx512Core, 28, 1, {"relu"}), b);
+  EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 55, 1, {"relu"}));
+  EXPECT_EQ(preferred(IsaTier::kAvx512Core, 56, 1, {"relu"}), b);
   EXPECT_EQ(preferred(IsaTier::kAvx512CoreBf16, 112, 1), b);
   EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 112, 2));  // a 56x56 output, but stride 2
+  EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 112, 1, {}, false, 24));  // 2 or 3 blocks
   EXPECT_EQ(preferred(IsaTier::kAvx512Core, 14, 1, {"sigmoid_mul"}), b);  // oneDNN: conv, then a pass
   EXPECT_EQ(preferred(IsaTier::kAvx512Core, 14, 1, {"relu"}, true), b);   // its relu would drop NaN
   EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 14, 2, {"sigmoid_mul"}));
+  EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 14, 1, {"sigmoid_mul"}, false, 24));
 }
 
 // MobileNet-style blocks (1x1 expand + ReLU6, 3x3 depthwise + ReLU6, 1x1 project, a residual
@@ -194,10 +197,8 @@ TEST(DepthwiseConv, DepthwiseNetAtEveryLevelMatchesEagerMode) {
   for (const auto& r : testing_graphs::compile_at_every_level(text, 9, 45, 12 * 12 * 3 + 7, inf)) {
     SCOPED_TRACE(str_cat("level ", static_cast<int>(r.level), r.specials ? " with NaN and Inf" : ""));
     EXPECT_LE(r.run.diff, 1e-5);
-    // Its maps (12x12, 6x6) are small: preferred below AVX-512, and from AVX-512 up for the
-    // stride-1 3x3 conv when NaN must survive its Clip (oneDNN's would need a pass of our own).
-    const bool expected = r.level == OptLevel::kO3 && vector_is_a_block() &&
-                          (active_target().isa < IsaTier::kAvx512Core || r.specials);
+    // Small maps (12x12, 6x6) and few channel blocks: preferred below AVX-512 only.
+    const bool expected = r.level == OptLevel::kO3 && vector_is_a_block() && active_target().isa < IsaTier::kAvx512Core;
     EXPECT_EQ(r.run.steps_running("cpu.dwconv") > 0, expected) << ::testing::PrintToString(r.run.steps);
   }
 }
@@ -237,6 +238,10 @@ TEST(DepthwiseConvBench, DISABLED_ModelShapes) {
       {"eff f4.1 480@14 k3s1 silu", 480, 14, 3, 1, {"sigmoid_mul"}},
       {"eff f5.1 672@14 k5s1 silu", 672, 14, 5, 1, {"sigmoid_mul"}},
       {"eff f6.1 1152@7 k5s1 silu", 1152, 7, 5, 1, {"sigmoid_mul"}},
+      {"blazeface 24@128 k3s1", 24, 128, 3, 1, {}},
+      {"blazeface 24@64 k3s1", 24, 64, 3, 1, {}},
+      {"blazeface 48@32 k3s1", 48, 32, 3, 1, {}},
+      {"blazeface 96@16 k3s1", 96, 16, 3, 1, {}},
   };
   const int64_t block = active_target().channel_block();
   for (const Shape& s : shapes) {

@@ -179,17 +179,24 @@ using Dims = std::vector<int64_t>;
 // sized by L1 then). On larger maps oneDNN's kernel kept up and split the work as well.
 constexpr int64_t kSmallConvMacs = int64_t{1} << 18;
 
-// From AVX-512 up, stride-1 convs run here when their output maps are at least this wide and
-// tall, or when oneDNN would leave part of the epilogue to a pass of its own over the output
-// (SiLU; Relu and Clip where NaN must survive), which this kernel applies while the rows are in
-// L1. Measured on a Zen 5 (2 threads, `DepthwiseConvBench`: the MobileNet and EfficientNet
-// shapes, eight inputs in turn, the two kernels alternating over 11 rounds, three runs, oneDNN
-// with Relu/Clip/HardSwish inside as in a plan for finite inputs), time against
-// jit_dw:avx512_core at stride 1: 112x112 0.76-0.92, 56x56 0.51-0.58 (0.68-0.72 with SiLU),
-// 28x28 0.85-0.98 (0.79-0.85), 14x14 0.83-1.05 (0.84-0.91), 7x7 0.95-1.10 (0.88-0.98). At
-// stride 2 oneDNN keeps the 112x112 (1.05-1.20) and 28x28 and 14x14 inputs (1.09-1.21); from
-// 56x56 to 28x28 this kernel took 0.61-0.89 (not taken yet: one shape each in MobileNetV2/V3).
-constexpr int64_t kWideMapAvx512 = 28;
+// From AVX-512 up, stride-1 convs of at least kManyBlocksAvx512 channel blocks run here when
+// their output maps are at least kWideMapAvx512 wide and tall, or when oneDNN would leave part of
+// the epilogue to a pass of its own over the output (SiLU; Relu and Clip where NaN must
+// survive), which this kernel applies while the rows are in L1. Measured on a Zen 5 (2 threads,
+// `DepthwiseConvBench`: the MobileNet, EfficientNet and BlazeFace shapes, eight inputs in turn,
+// the two kernels alternating over 11 rounds, three runs, oneDNN with Relu/Clip/HardSwish inside
+// as in a plan for finite inputs), time against jit_dw:avx512_core at stride 1: 112x112
+// 0.76-0.92, 56x56 0.51-0.58 (0.68-0.72 with SiLU), 28x28 0.85-0.98 (0.79-0.85), 14x14
+// 0.83-1.05 (0.84-0.91), 7x7 0.95-1.10 (0.88-0.98). Inside the models the input's place
+// matters as much: the 1x1 conv before it split its output between the threads, by channel
+// blocks when it has many and by pixels when few, so with 1-3 blocks each thread here read most
+// of its blocks from the other core (BlazeFace's 24 and 48 channels on 128x128 to 32x32:
+// 1.3-2.0x oneDNN's time, though 0.87-0.91 in isolation; at MobileNet's 16-32-channel 112x112
+// stems 0.85-1.09), and on 28x28 maps with Relu/Clip the paired model profiles did not show the
+// bench's gain through the host's noise. At stride 2 oneDNN keeps the 112x112 (1.05-1.20), 28x28
+// and 14x14 inputs (1.09-1.21); from 56x56 to 28x28 this kernel took 0.61-0.89 (not taken yet).
+constexpr int64_t kWideMapAvx512 = 56;
+constexpr int64_t kManyBlocksAvx512 = 4;
 
 // Below this many multiply-adds one thread does the conv: two threads gain once the work is
 // well above a fork and join (about 1 us on a Zen 3; 2^16 multiply-adds take 2-3 us here).
@@ -379,7 +386,8 @@ bool depthwise_conv_preferred(const Target& target, const KernelCompileContext& 
   if (target.isa < IsaTier::kAvx512Core) return p->n * p->oh * p->ow * p->c * p->kh * p->kw <= kSmallConvMacs;
   const std::vector<PostOp>& e = p->operands.epilogue;
   const bool onednn_leaves_a_pass = onednn::placed_post_ops(e, ctx, onednn::cheap_conv_post_ops(e, ctx.exact_non_finite)) < e.size();
-  return p->stride == 1 && ((p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512) || onednn_leaves_a_pass);
+  const bool wide = p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512;
+  return p->stride == 1 && ceil_div(p->c, p->lanes) >= kManyBlocksAvx512 && (wide || onednn_leaves_a_pass);
 }
 
 KernelImpl depthwise_conv_kernel() {
