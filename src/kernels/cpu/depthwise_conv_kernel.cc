@@ -17,9 +17,11 @@
 // around it split their work, so a thread reads mostly what it wrote itself, from its own L2:
 // below AVX-512 each band through every channel block in turn, as cpu.conv splits the 1x1 convs
 // by pixels; from AVX-512 up each block's bands in turn (memory order), as oneDNN's kernels and
-// the epilogue passes split a tensor. (Zen 5, MobileNetV2 / EfficientNet-B0 at O3, per node against
-// the band order: 56x56 convs 0.64-0.77, 112x112 ones 0.85-0.89.) A Relu or Clip epilogue is
-// applied in registers before the store; any other runs over the band's rows just written.
+// the epilogue passes split a tensor. (Zen 5, O3, per node against oneDNN's kernel:
+// EfficientNet-B0's 112x112 and 56x56 SiLU convs took 1.08-1.11 and 0.99-1.01 of its time in the
+// band order, 0.89 and 0.77 in memory order; MobileNetV2's 0.93 and 0.75, then 0.85 and 0.64.)
+// A Relu or Clip epilogue is applied in registers before the store; any other runs over the
+// band's rows just written.
 #ifndef OPFUSE_KERNELS_CPU_DEPTHWISE_CONV_KERNEL_DECLS_
 #define OPFUSE_KERNELS_CPU_DEPTHWISE_CONV_KERNEL_DECLS_
 #include <omp.h>
@@ -360,7 +362,7 @@ class DepthwiseConvKernel final : public Kernel {
   // the outputs the thread wrote before). Bands sized by half of L1 held a single output row on
   // 112-wide maps at AVX-512 (16 channels: 7 KiB an input row), copying each input row three
   // times: at 112x112 and 56x56 the L2 bands took 0.67-0.92 of their time (`DepthwiseConvBench`,
-  // Zen 5, at AVX-512 and at the AVX2 tier); maps of 28x28 and less split into one band per
+  // Zen 5, at AVX-512 and at the AVX2 tier); maps of 14x14 and less split into one band per
   // thread either way.
   int64_t band_rows_ = std::max<int64_t>(
       1, ((active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024) / 8 /
@@ -385,7 +387,8 @@ bool depthwise_conv_preferred(const Target& target, const KernelCompileContext& 
   if (!p) return false;
   if (target.isa < IsaTier::kAvx512Core) return p->n * p->oh * p->ow * p->c * p->kh * p->kw <= kSmallConvMacs;
   const std::vector<PostOp>& e = p->operands.epilogue;
-  const bool onednn_leaves_a_pass = onednn::placed_post_ops(e, ctx, onednn::cheap_conv_post_ops(e, ctx.exact_non_finite)) < e.size();
+  const size_t in_onednn = onednn::placed_post_ops(e, ctx, onednn::cheap_conv_post_ops(e, ctx.exact_non_finite));
+  const bool onednn_leaves_a_pass = in_onednn < e.size();
   const bool wide = p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512;
   return p->stride == 1 && ceil_div(p->c, p->lanes) >= kManyBlocksAvx512 && (wide || onednn_leaves_a_pass);
 }

@@ -124,6 +124,8 @@ WeightScale make_weight_scale(const dnnl::memory::desc& user_md, const dnnl::mem
   return ws;
 }
 
+namespace {
+
 // Above this many weights the scale is split between the kernel's threads. The weights come from
 // L3 (the rest of the model evicted them) while the other thread waits for the primitive
 // anyway: on one thread MobileNetV3-Large's five scaled convs (150K floats, 9400 segments)
@@ -145,6 +147,8 @@ void scale_weights(const WeightScale& ws, const float* s, const float* src, floa
     if (n > 0) hwy_cpu::scale_channel_segments(std::span(ws.segments).subspan(i0, n), s, src + at, dst + at);
   }
 }
+
+}  // namespace
 
 dnnl::primitive_attr make_attr(const dnnl::post_ops& ops) {
   dnnl::primitive_attr attr;
