@@ -1,6 +1,7 @@
 // The register tile of the packed-panel GEMMs (cpu.gemm, packed_gemm_kernel.cc; cpu.gemm_i16,
 // integer_gemm_kernel.cc) per Highway target: its geometry, the walk over one panel's rows in
-// tiles (a narrow last panel through a tile-sized buffer) and the epilogue over a stored tile.
+// tiles (a narrow last panel through a tile-sized buffer) and the epilogue over a tile in L1
+// before its only store to Y.
 // Both kernels accumulate in 32-bit lanes, so one geometry serves them. Included once per target
 // by foreach_target.h, hence the toggling include guard.
 #if defined(OPFUSE_KERNELS_CPU_GEMM_TILE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -81,33 +82,47 @@ HWY_INLINE void WithRowCount(size_t rows, Tile&& tile) {
   }
 }
 
-// The epilogue over `rows` rows of a tile just stored at `y` (still in L1): vector by vector
-// through the hand-written post-ops, or the expression program over the tile gathered into one
-// contiguous run (so its jumps are paid once per tile). Each kernel calls it from one
+// The epilogue over `rows` rows of a tile computed into `tile` (rows of NR floats, a buffer in
+// L1), then the only store to Y: the hand-written post-ops op by op over the tile's vectors (one
+// dispatch per op and tile, the op's math inlined into a loop whose iterations the core
+// overlaps), or the expression program over the tile as one contiguous run (its jumps paid once
+// per tile). Storing the tile to Y first and reading it back stalled on the reload (Y's lines
+// are written for the first time, so not yet in L1): at the AVX2 tier on a Zen 5, 57% of the
+// epilogue's samples in BERT-base fell just after that load. Through the buffer (O3, --target avx2, 2 threads,
+// alternating binaries): mlp_blocks 9.24-9.58 -> 8.71-9.11 ms, bert_small 20.3-20.6 -> 19.2-20.2,
+// bert_base 130-141 -> 125-131. Each kernel calls it from one
 // HWY_NOINLINE function per target: the post-op math inlined into every tile size made the
 // sanitizer build of cpu.gemm take over 20 minutes.
-HWY_INLINE void EpilogueOverTile(const VectorEpilogue& e, const TileRows& y, size_t rows) {
+HWY_INLINE void EpilogueIntoRows(const VectorEpilogue& e, float* HWY_RESTRICT tile, const TileRows& y, size_t rows) {
   const DF d;
   const bool reads_residual = e.reads_residual && y.residual != nullptr;
   if (!e.fast.empty()) {
-    for (size_t r = 0; r < rows; ++r) {
-      float* row = y.c + r * y.ldc;
-      const float* res = reads_residual ? y.residual + r * y.ldr : nullptr;
-      for (size_t v = 0; v < 2 * y.c_group; v += y.c_group) {
-        const VF x = hn::LoadU(d, row + v);
-        hn::StoreU(ApplyAll(d, e.fast.data(), e.fast.size(), x, res ? hn::LoadU(d, res + v) : hn::Zero(d)), d, row + v);
+    for (const FastPostOp& op : e.fast) {
+      VisitKind(op.kind, [&](auto kind) HWY_ATTR {
+        constexpr bool kAdd = decltype(kind)::value == FastPostOp::Kind::kAdd;
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t v = 0; v < 2; ++v) {
+            float* x = tile + r * kGemmPanel + v * kGemmLanes;
+            const VF res = kAdd && reads_residual ? hn::LoadU(d, y.residual + r * y.ldr + v * y.c_group) : hn::Zero(d);
+            hn::Store(Apply<decltype(kind)::value>(d, op, hn::Load(d, x), res), d, x);
+          }
+        }
+      });
+    }
+  } else {
+    HWY_ALIGN float res[kGemmTileRows * kGemmPanel];
+    HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
+    if (reads_residual) {
+      for (size_t r = 0; r < rows; ++r) {
+        CopyTileRow(y.residual + r * y.ldr, y.c_group, res + r * kGemmPanel, kGemmLanes, kGemmPanel);
       }
     }
-    return;
+    RunEpilogue(e, tile, reads_residual ? res : nullptr, rows * kGemmPanel, slots);
   }
-  HWY_ALIGN float c[kGemmTileRows * kGemmPanel], res[kGemmTileRows * kGemmPanel];
-  HWY_ALIGN float slots[kMaxEpilogueInstrs * kEpilogueBlock];
   for (size_t r = 0; r < rows; ++r) {
-    CopyTileRow(y.c + r * y.ldc, y.c_group, c + r * kGemmPanel, kGemmLanes, kGemmPanel);
-    if (reads_residual) CopyTileRow(y.residual + r * y.ldr, y.c_group, res + r * kGemmPanel, kGemmLanes, kGemmPanel);
+    hn::StoreU(hn::Load(d, tile + r * kGemmPanel), d, y.c + r * y.ldc);
+    hn::StoreU(hn::Load(d, tile + r * kGemmPanel + kGemmLanes), d, y.c + r * y.ldc + y.c_group);
   }
-  RunEpilogue(e, c, reads_residual ? res : nullptr, rows * kGemmPanel, slots);
-  for (size_t r = 0; r < rows; ++r) CopyTileRow(c + r * kGemmPanel, kGemmLanes, y.c + r * y.ldc, y.c_group, kGemmPanel);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -59,7 +59,7 @@ HWY_INLINE VF Apply(DF d, const FastPostOp& op, VF x, VF r) {
 }
 
 // Calls f(std::integral_constant<Kind, K>{}) for the op's kind: the one list of kinds that the
-// per-vector (ApplyAll) and per-chunk (hwy_epilogue.cc) loops dispatch through.
+// per-tile (gemm_tile-inl.h) and per-chunk (hwy_epilogue.cc) loops dispatch through.
 template <class F>
 HWY_INLINE decltype(auto) VisitKind(FastPostOp::Kind kind, F&& f) {
   using Kind = FastPostOp::Kind;
@@ -79,17 +79,6 @@ HWY_INLINE decltype(auto) VisitKind(FastPostOp::Kind kind, F&& f) {
     case Kind::kAdd: break;
   }
   return f(std::integral_constant<Kind, Kind::kAdd>{});
-}
-
-// Every post-op of `ops` in turn on one vector; `r` is the residual's vector (read by "add" only).
-// A switch per op and vector: for kernels that apply it once per output vector after a long
-// accumulation, where it costs nothing next to the products.
-template <class DF, class VF = hn::Vec<DF>>
-HWY_INLINE VF ApplyAll(DF d, const FastPostOp* ops, size_t count, VF x, VF r) {
-  for (const FastPostOp* op = ops; op != ops + count; ++op) {
-    x = VisitKind(op->kind, [&](auto kind) { return Apply<decltype(kind)::value>(d, *op, x, r); });
-  }
-  return x;
 }
 
 // Vectors per block: each instruction runs over one block before the next (one jump per

@@ -13,9 +13,10 @@
 //         for each MR rows: MR x NR accumulators in registers, kc FMAs deep
 // A is read in place (its rows strided by K): each broadcast load serves two FMAs, and the
 // hardware prefetcher follows MR row streams; the full tiles of a panel share the prefetch of
-// the next panel's block, a line every few K steps. After the last K block the bias is added to the accumulators and the epilogue
-// (hwy_epilogue-inl.h) applied to the tile right after it is stored, while it is in L1. Threads
-// split the panels (or, for narrow products, the rows) and write disjoint tiles.
+// the next panel's block, a line every few K steps. After the last K block the bias is added to
+// the accumulators; with an epilogue (hwy_epilogue-inl.h) the tile goes to a buffer in L1, the
+// post-ops run there and the result is Y's only store. Threads split the panels (or, for narrow
+// products, the rows) and write disjoint tiles.
 // Measured at the AVX2 tier on a Zen 5 (mlp_blocks at O3, median ms, alternating runs): packing
 // A's block per run (MR rows interleaved) 11.0 against 10.1 reading it in place; the K-block-major
 // panel order and the prefetch each gained a few percent. On a Xeon (AVX2 tier, one core) the
@@ -86,13 +87,13 @@ constexpr size_t kLanes = kGemmLanes, kPanel = kGemmPanel, kTileRows = kGemmTile
 size_t GemmPanelWidth() { return kPanel; }
 size_t GemmTileRows() { return kTileRows; }
 
-// The epilogue over a tile just stored (gemm_tile-inl.h), one function per target.
-HWY_NOINLINE void EpilogueTile(const GemmTile& t, size_t rows) {
-  EpilogueOverTile(*t.epilogue, TileRows{t.c, t.ldc, t.c_group, t.residual, t.ldr}, rows);
+// The epilogue over a computed tile, then its store (gemm_tile-inl.h), one function per target.
+HWY_NOINLINE void EpilogueTile(const GemmTile& t, float* tile, size_t rows) {
+  EpilogueIntoRows(*t.epilogue, tile, TileRows{t.c, t.ldc, t.c_group, t.residual, t.ldr}, rows);
 }
 
-// kRows x NR of Y: accumulate over the K block in registers, add the bias, store; then the
-// epilogue over the stored tile.
+// kRows x NR of Y: accumulate over the K block in registers, add the bias, store; with an
+// epilogue, the store goes to a tile in L1 that the epilogue stores to Y.
 template <size_t kRows, bool kPrefetch, bool kBlocked>
 HWY_INLINE void Tile(const GemmTile& t) {
   const DF d;
@@ -163,11 +164,18 @@ HWY_INLINE void Tile(const GemmTile& t) {
       acc1[r] = hn::Add(acc1[r], c1);
     }
   }
+  if (t.epilogue != nullptr) {
+    HWY_ALIGN float tile[kRows * kPanel];
+    for (size_t r = 0; r < kRows; ++r) {
+      hn::Store(acc0[r], d, tile + r * kPanel);
+      hn::Store(acc1[r], d, tile + r * kPanel + kLanes);
+    }
+    return EpilogueTile(t, tile, kRows);
+  }
   for (size_t r = 0; r < kRows; ++r) {
     hn::StoreU(acc0[r], d, t.c + r * t.ldc);
     hn::StoreU(acc1[r], d, t.c + r * t.ldc + c_group);
   }
-  if (t.epilogue != nullptr) EpilogueTile(t, kRows);
 }
 
 // `rows` rows of one panel's K block, of which the first `width` columns are Y's (the last
