@@ -1,5 +1,7 @@
 #include "core/file_io.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace opfuse {
 
@@ -20,6 +23,50 @@ Result<std::string> read_file(const std::string& path, std::string_view what) {
   std::stringstream buf;
   buf << in.rdbuf();
   return buf.str();
+}
+
+Result<MappedFile> MappedFile::open(const std::string& path, std::string_view what) {
+  auto failed = [&](const char* step) {
+    return Status::user_error(str_cat("cannot read ", what, " '", path, "': ", step, ": ", std::strerror(errno)));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return failed("open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const Status s = failed("stat");
+    ::close(fd);
+    return s;
+  }
+  MappedFile file;
+  file.size_ = static_cast<size_t>(st.st_size);
+  if (file.size_ > 0) {
+    void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      const Status s = failed("mmap");
+      ::close(fd);
+      return s;
+    }
+    file.data_ = data;
+    ::madvise(data, file.size_, MADV_SEQUENTIAL);  // read once, front to back
+  }
+  ::close(fd);  // the mapping keeps the file
+  return file;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
 }
 
 Status check_can_write(const std::string& path, bool overwrite) {

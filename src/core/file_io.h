@@ -20,4 +20,25 @@ Status check_can_write(const std::string& path, bool overwrite);
 // A whole file's bytes; a user error "cannot read <what> '<path>'" when it cannot be opened.
 Result<std::string> read_file(const std::string& path, std::string_view what);
 
+// A whole file mapped read-only: its bytes straight from the page cache, without the zero fill
+// and the copy of reading it into a buffer (a 440 MB model: two passes over its bytes saved).
+// The mapping lives as long as the object; an empty file is an empty view.
+class MappedFile {
+ public:
+  // A user error "cannot read <what> '<path>'" when it cannot be opened or mapped.
+  static Result<MappedFile> open(const std::string& path, std::string_view what);
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  MappedFile() = default;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace opfuse

@@ -1,14 +1,11 @@
 #include "frontend/onnx/importer.h"
 
-#include "core/target.h"
-#include "frontend/onnx/exporter.h"
-
 #include <google/protobuf/io/coded_stream.h>
 
 #include <climits>
 #include <filesystem>
-#include <fstream>
 
+#include "core/file_io.h"
 #include "core/target.h"
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/constant_if.h"
@@ -77,6 +74,13 @@ Result<Graph> load(onnx::ModelProto model, const std::string& base_dir, const On
   return graph;
 }
 
+// The model in the file at `path`, parsed from the file mapped into memory; the mapping ends on
+// return (the bytes are the model's then).
+Result<onnx::ModelProto> parse_model_file(const std::string& path) {
+  OPFUSE_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path, "model file"));
+  return parse_model(file.bytes(), path);
+}
+
 }  // namespace
 
 Result<Graph> load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
@@ -94,15 +98,7 @@ Result<Graph> load_onnx_file(const std::string& path, const OnnxLoadOptions& opt
                                       " bytes; ONNX models above 2 GiB are not supported "
                                       "(store the weights as external data)"));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::user_error(str_cat("cannot open model file '", path, "'"));
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uint64_t>(in.gcount()) != size) {
-    return Status::user_error(str_cat("reading model file '", path, "' failed"));
-  }
-  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
-  std::string().swap(bytes);  // the file's bytes are the model's now: free them before the graph is built
+  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model_file(path));
   std::string dir = std::filesystem::path(path).parent_path().string();
   return load(std::move(model), dir.empty() ? "." : dir, options, path);
 }

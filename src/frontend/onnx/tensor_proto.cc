@@ -218,7 +218,7 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
                         "bytes");
     }
     OPFUSE_TRY(charge());
-    OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(dtype, dims, what));
+    OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::uninitialized(dtype, dims, what));
     OPFUSE_TRY(read_external_data(ref, t.raw_data(), what));
     if (dtype == DType::kBool) copy_raw(t.raw_data(), t);
     return t;
@@ -228,7 +228,7 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
       return size_error("raw_data", nbytes, proto.raw_data().size(), "bytes");
     }
     OPFUSE_TRY(charge());
-    OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(dtype, dims, what));
+    OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::uninitialized(dtype, dims, what));
     copy_raw(proto.raw_data().data(), t);
     return t;
   }
@@ -238,7 +238,7 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
                       static_cast<uint64_t>(have), "elements");
   }
   OPFUSE_TRY(charge());
-  OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(dtype, dims, what));
+  OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::uninitialized(dtype, dims, what));
   copy_typed_field(proto, t);
   return t;
 }
