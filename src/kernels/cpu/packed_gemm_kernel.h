@@ -2,8 +2,8 @@
 // opfuse::FusedMatMul / opfuse::FusedGemm with a constant B and M > 1: the transformer and MLP
 // layers. The weights are packed once, at kernel creation, into panels of two vectors' width;
 // a register-tiled micro-kernel (6 x 16 on AVX2, 12 x 32 on AVX-512) accumulates over cache-sized
-// K blocks, adds the bias to its accumulators and applies the epilogue to each tile as it is
-// stored, while the tile is in L1.
+// K blocks, adds the bias to its accumulators and applies the epilogue to each tile in an L1
+// buffer before the tile's only store to Y.
 //
 // Listed before oneDNN's matmul and preferred only where packed_gemm_wins says it beats oneDNN on
 // the target, so the choice is made per target, not assumed (a tuning record may still pick it).
