@@ -34,6 +34,31 @@ class FileIoTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// A mapped file shows the file's bytes (binary ones included) for as long as it lives, also
+// after a move; an empty file is an empty view; a missing one is an error naming it.
+TEST_F(FileIoTest, MapsAFileReadOnly) {
+  const fs::path p = dir_ / "model.bin";
+  const std::string bytes("\x08\x07\0onnx\xff", 9);
+  std::ofstream(p, std::ios::binary) << bytes;
+  Result<MappedFile> file = MappedFile::open(p.string(), "model file");
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  EXPECT_EQ(file->bytes(), bytes);
+  MappedFile moved = std::move(*file);
+  EXPECT_EQ(moved.bytes(), bytes);
+  EXPECT_TRUE(file->bytes().empty());
+
+  const fs::path empty = dir_ / "empty.bin";
+  std::ofstream(empty).close();
+  Result<MappedFile> none = MappedFile::open(empty.string(), "model file");
+  ASSERT_TRUE(none.is_ok()) << none.status().message();
+  EXPECT_TRUE(none->bytes().empty());
+
+  Result<MappedFile> missing = MappedFile::open((dir_ / "absent.onnx").string(), "model file");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("cannot read model file '"), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find("absent.onnx"), std::string::npos) << missing.status().message();
+}
+
 TEST_F(FileIoTest, WritesNewFile) {
   fs::path p = dir_ / "out.txt";
   ASSERT_TRUE(write_file_atomically(p.string(), "hello", false).is_ok());
