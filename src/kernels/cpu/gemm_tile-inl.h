@@ -88,9 +88,9 @@ HWY_INLINE void WithRowCount(size_t rows, Tile&& tile) {
 // overlaps), or the expression program over the tile as one contiguous run (its jumps paid once
 // per tile). Storing the tile to Y first and reading it back stalled on the reload (Y's lines
 // are written for the first time, so not yet in L1): at the AVX2 tier on a Zen 5, 57% of the
-// epilogue's samples in BERT-base fell just after that load. Through the buffer (O3, --target avx2, 2 threads,
-// alternating binaries): mlp_blocks 9.24-9.58 -> 8.71-9.11 ms, bert_small 20.3-20.6 -> 19.2-20.2,
-// bert_base 130-141 -> 125-131. Each kernel calls it from one
+// epilogue's samples in BERT-base fell just after that load. Through the buffer (O3, --target
+// avx2, 2 threads, alternating binaries): mlp_blocks 9.24-9.58 -> 8.71-9.11 ms, bert_small
+// 20.3-20.6 -> 19.2-20.2, bert_base 130-141 -> 125-131. Each kernel calls it from one
 // HWY_NOINLINE function per target: the post-op math inlined into every tile size made the
 // sanitizer build of cpu.gemm take over 20 minutes.
 HWY_INLINE void EpilogueIntoRows(const VectorEpilogue& e, float* HWY_RESTRICT tile, const TileRows& y, size_t rows) {

@@ -18,8 +18,8 @@
 // DynamicQuantizeLinear computes it), so each broadcast is one 32-bit load. Sums of the K blocks
 // before the last stay, as int32, in Y's own memory. After the last block the accumulators are
 // converted to float, multiplied by their column's a_scale * b_scale, the bias is added, and
-// the epilogue runs over the tile in an L1 buffer before its store: the same float steps, in the same
-// order, as the graph the anchor replaced, so the output is that graph's bit for bit.
+// the epilogue runs over the tile in an L1 buffer before its store: the same float steps, in the
+// same order, as the graph the anchor replaced, so the output is that graph's bit for bit.
 // cpu.gemm's prefetch of the next panel's block, tried here, changed nothing (BERT-base's
 // 128 x 3072 x 768 products: 3.28-3.38 ms with it, 3.34-3.40 without, alternating on a Zen 3).
 //
