@@ -1,7 +1,8 @@
 // "cpu.winograd" (kernels/cpu/winograd_conv_kernel.cc): 3x3 stride-1 BlockedConvs by F(2x2, 3x3)
 // against the reference BlockedConv: padded and unpadded, odd output sides, odd input channel
 // counts (with large values in X's padded lanes), panels of two and four output blocks, several
-// chunks of tile rows and a shorter last one, several images, epilogues and a residual; NaN, Inf
+// chunks of tile rows and a shorter last one, small images split by panels instead of chunks,
+// several images, epilogues and a residual; NaN, Inf
 // and denormals in one chunk (computed by cpu.conv's loop, the other chunks by the transforms)
 // and everywhere; what it declines; and where the table picks it.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "core/target.h"
 #include "kernels/cpu/direct_conv_kernel.h"
@@ -41,7 +43,7 @@ struct Case {
 enum class Specials { kNone, kOneChunk, kAll };
 
 // The kernel's output on the case against the reference's; false when the kernel declines it.
-bool check_case(const Case& case8, Specials specials, std::mt19937& gen) {
+bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::string* implementation = nullptr) {
   const int64_t block = active_target().channel_block();
   // Channel counts are written for block 8; they scale with the block, so that each case has the
   // same number of blocks (and padded lanes) on every tier.
@@ -79,6 +81,7 @@ bool check_case(const Case& case8, Specials specials, std::mt19937& gen) {
   EXPECT_TRUE(kernel.is_ok()) << kernel.status().message();
   if (!kernel.is_ok()) return false;
   EXPECT_EQ((*kernel)->name(), "cpu.winograd");
+  if (implementation != nullptr) *implementation = (*kernel)->implementation();
   const Tensor want = node->run(*make_reference_kernel(*node->node));
   const Tensor got = node->run(**kernel);
   // F(2x2, 3x3) rounds a little differently from the direct sum: a few ulp of the largest output.
@@ -126,6 +129,24 @@ TEST(WinogradConv, MatchesTheReference) {
   EXPECT_EQ(tested, vector_is_a_block() ? static_cast<int>(2 * cases.size()) : 0);
 }
 
+// A small image with large filters (ResNet-50's 512 -> 512 channels at 7x7): chunks of its 4 tile
+// rows would each stream the transformed filters (over 1 MB here, above half of any L2 this runs
+// on), so the image is one chunk and the threads split the products by panels of output blocks.
+// Specials in its first rows send the whole image to cpu.conv's loop; NaN everywhere as well.
+TEST(WinogradConv, SmallImagesWithLargeFiltersAreSplitByPanels) {
+  std::mt19937 gen(45);
+  const ScopedOmpThreads threads(2);
+  for (const Specials s : {Specials::kNone, Specials::kOneChunk, Specials::kAll}) {
+    for (const Case& c : {Case{1, 256, 128, 7, 7, {1, 1, 1, 1}, {"add", "relu"}},
+                          Case{1, 256, 128, 8, 6, {0, 0, 0, 0}, {}}}) {
+      SCOPED_TRACE(str_cat(c.h, "x", c.w, " specials ", static_cast<int>(s)));
+      std::string implementation;
+      EXPECT_EQ(check_case(c, s, gen, &implementation), vector_is_a_block());
+      if (vector_is_a_block()) EXPECT_NE(implementation.find("split by panels"), std::string::npos) << implementation;
+    }
+  }
+}
+
 // An input of NaN only: every output is NaN (cpu.conv's loop on every chunk).
 TEST(WinogradConv, NaNInputGivesNaNEverywhere) {
   std::mt19937 gen(42);
@@ -161,7 +182,7 @@ TEST(WinogradConv, DeclinesOtherConvs) {
 
 // The layout pass's estimate (passes/layout_measure.cc) counts a conv as cpu.winograd exactly
 // where the kernel takes its blocked form: windows, strides, groups, odd output blocks, and the
-// decline of large filters over small maps (ResNet-50's 512-channel 7x7 convs).
+// decline of large filters over maps of fewer than 6 tiles.
 TEST(WinogradConv, LayoutEstimateKnowsWhereItRuns) {
   if (!vector_is_a_block()) GTEST_SKIP() << "no block of one vector on this tier";
   std::mt19937 gen(44);

@@ -226,7 +226,7 @@ void QWinogradInputTransform(const QWinogradInput& t) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (kLanes >= 8) {
     const hn::CappedTag<int16_t, kLanes> d;  // one pixel's b channels
-    WinogradInputTiles(d, t.x, t.row, t.group, t.groups, t.tile_rows, t.row_tiles, t.v,
+    WinogradInputTiles(d, t.x, t.row, t.group, t.groups, 0, t.groups, t.tile_rows, t.row_tiles, t.v,
                        [](hn::Vec<decltype(d)>) HWY_ATTR {});
   }
 #endif
@@ -237,7 +237,7 @@ void QWinogradInputTransform(const QWinogradInput& t) {
 void QWinogradOutputTransform(const QWinogradOutput& t) {
   const DF df;
   const DI di;
-  WinogradOutputTiles(di, t.m, t.blocks, t.tile_rows, t.row_tiles, 2 * t.tile_rows, 2 * t.row_tiles,
+  WinogradOutputTiles(di, t.m, t.blocks, 0, t.blocks, t.tile_rows, t.row_tiles, 2 * t.tile_rows, 2 * t.row_tiles,
                       [&](size_t k) HWY_ATTR {
                         const auto scale = hn::LoadU(df, t.scale + k * kLanes);
                         const bool has_bias = t.bias != nullptr;

@@ -14,8 +14,11 @@
 //
 // Work: a thread takes a chunk of tile rows of one image (dynamically: the host is shared), with
 // V and M of the chunk sized to half of L2, and does the three steps on it; the transformed
-// filters (16 x C x M floats) are read once per chunk. A chunk whose transformed inputs are not
-// all finite goes to cpu.conv's loop instead (see the header).
+// filters (16 x C x M floats) are read once per chunk. Where chunks would be many and the image
+// small (ResNet-50's 7x7 maps), the image is one chunk instead: the threads transform its input
+// blocks, then split the products and output transforms by panels of output blocks, so each
+// reads only its panels' filters, once (plan_of). A chunk whose transformed inputs are not all
+// finite goes to cpu.conv's loop instead (see the header).
 #ifndef OPFUSE_KERNELS_CPU_WINOGRAD_CONV_KERNEL_DECLS_
 #define OPFUSE_KERNELS_CPU_WINOGRAD_CONV_KERNEL_DECLS_
 #include <omp.h>
@@ -43,6 +46,7 @@ struct WinogradInput {
   size_t row;            // floats per image row (width x b)
   size_t group;          // floats per input block of the image
   size_t groups;         // input blocks
+  size_t first, last;    // the input blocks transformed: [first, last)
   size_t tile_rows;      // tile rows in the chunk
   size_t row_tiles;      // tiles per tile row (output width / 2)
   float* v;              // [16][groups][tiles][b]
@@ -52,6 +56,7 @@ struct WinogradInput {
 struct WinogradOutput {
   const float* m;        // [16][blocks][tiles][b]
   size_t blocks;         // output blocks
+  size_t first, last;    // the output blocks transformed: [first, last)
   size_t tile_rows, row_tiles;
   size_t height, width;  // output rows of the chunk and pixels per row: the last tile may hang over
   const float* bias;     // blocks x b floats
@@ -80,7 +85,7 @@ bool WinogradInputTransform(const WinogradInput& t) {
   const DF d;
   const VF zero = hn::Zero(d);
   VF finite = zero;
-  WinogradInputTiles(d, t.x, t.row, t.group, t.groups, t.tile_rows, t.row_tiles, t.v,
+  WinogradInputTiles(d, t.x, t.row, t.group, t.groups, t.first, t.last, t.tile_rows, t.row_tiles, t.v,
                      [&](VF e) HWY_ATTR { finite = hn::MulAdd(e, zero, finite); });
   return hn::AllTrue(d, hn::Eq(finite, zero));
 }
@@ -88,7 +93,7 @@ bool WinogradInputTransform(const WinogradInput& t) {
 void WinogradOutputTransform(const WinogradOutput& t) {
   const DF d;
   const size_t lanes = hn::Lanes(d);
-  WinogradOutputTiles(d, t.m, t.blocks, t.tile_rows, t.row_tiles, t.height, t.width,
+  WinogradOutputTiles(d, t.m, t.blocks, t.first, t.last, t.tile_rows, t.row_tiles, t.height, t.width,
                       [&](size_t k) HWY_ATTR {
                         const VF bias = hn::LoadU(d, t.bias + k * lanes);
                         float* y = t.y + k * t.group;
@@ -119,7 +124,8 @@ constexpr int64_t kTransformed = 16;  // elementwise positions of a 4x4 transfor
 // many tiles per chunk, filters larger than half of L2 cost more to stream than the multiplies
 // saved. Measured on a Zen 3 (AVX2, 2 threads), ResNet-50's convs against cpu.conv: 512 -> 512
 // channels at 7x7 (4 tiles per chunk, 16 MB of filters) 1.7-2.2x its time; 256 -> 256 at 14x14
-// (7 tiles, 4 MB) 0.72x.
+// (7 tiles, 4 MB) 0.72x. Such convs run split by panels instead; an image of fewer tiles is
+// declined.
 constexpr int64_t kMinChunkTiles = 6;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -127,6 +133,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 struct Plan {
   int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0, pt = 0, pl = 0, lanes = 0;
   int64_t tile_rows = 0, row_tiles = 0, chunk_rows = 1;  // tiles: 2x2 outputs each
+  int64_t blocks = 2;      // output blocks per panel of the products
+  bool by_panels = false;  // the whole image as one chunk, threads splitting its panels
   BlockedConvOperands operands;
 };
 
@@ -148,11 +156,26 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   // two chunks per thread where there are enough rows (chunks are whole tile rows).
   const int64_t b = p.lanes, groups = ceil_div(p.c, b), out_blocks = ceil_div(p.m, b);
   const int64_t l2 = active_target().l2_bytes > 0 ? active_target().l2_bytes : 512 * 1024;
+  const int64_t threads = std::max(1, omp_get_max_threads());
   const int64_t row_bytes = kTransformed * p.row_tiles * (groups + out_blocks) * b * 4;
-  const int64_t spread = ceil_div(p.tile_rows, 2 * std::max(1, omp_get_max_threads()));
+  const int64_t spread = ceil_div(p.tile_rows, 2 * threads);
   p.chunk_rows = std::clamp<int64_t>(std::min(l2 / 2 / row_bytes, spread), 1, p.tile_rows);
+  p.blocks = out_blocks % 4 == 0 ? 4 : 2;  // as cpu.conv's panels (it takes only an even count)
+  // Chunks read all transformed filters each. Split by panels, each thread reads its panels'
+  // filters once, but V and M are the whole image's, and the threads' halves of V cross between
+  // them: only where those fit in L2, or where chunks would be small and the filters large, the
+  // case Winograd loses in chunks. Measured on a Zen 5 (2 threads whose cores are 450 ns apart,
+  // in-model medians): ResNet-50's 512 -> 512 at 7x7 (16 tiles, V and M 1 MB) by panels 665 us
+  // against 750-763 for brgconv; YOLOv5s's 256 -> 256 at 20x20 (V and M 3.3 MB) 967-1061 against
+  // 926-962 in chunks, though chunks read 2.4x the bytes.
+  const int64_t tiles = p.tile_rows * p.row_tiles, panels = out_blocks / p.blocks;
   const int64_t filter_bytes = kTransformed * groups * out_blocks * b * b * 4;
-  if (p.chunk_rows * p.row_tiles < kMinChunkTiles && filter_bytes > l2 / 2) return std::nullopt;
+  const int64_t image_bytes = kTransformed * tiles * (groups + out_blocks) * b * 4;  // V and M
+  const bool small_chunks = p.chunk_rows * p.row_tiles < kMinChunkTiles && filter_bytes > l2 / 2;
+  const bool panels_fit = panels >= threads && tiles >= kMinChunkTiles && (small_chunks || image_bytes <= l2);
+  if (small_chunks && !panels_fit) return std::nullopt;
+  p.by_panels = panels_fit && (small_chunks || ceil_div(p.tile_rows, p.chunk_rows) > threads);
+  if (p.by_panels) p.chunk_rows = p.tile_rows;
   p.operands = std::move(*in);
   return p;
 }
@@ -164,7 +187,7 @@ class WinogradConvKernel final : public Kernel {
     const int64_t b = p_.lanes;
     groups_ = ceil_div(p_.c, b);
     out_blocks_ = ceil_div(p_.m, b);
-    blocks_ = out_blocks_ % 4 == 0 ? 4 : 2;  // as cpu.conv's panels (it takes only an even count)
+    blocks_ = p_.blocks;
     panels_ = out_blocks_ / blocks_;
     row_tiles_ = p_.row_tiles;
     tile_rows_ = p_.tile_rows;
@@ -191,7 +214,7 @@ class WinogradConvKernel final : public Kernel {
   std::string_view name() const override { return "cpu.winograd"; }
   std::string implementation() const override {
     return str_cat("F(2x2,3x3) ", highway_dispatch_target(), ", ", chunk_rows_ * row_tiles_, " tiles per chunk",
-                   copied_ ? ", padded copy" : "");
+                   p_.by_panels ? " split by panels" : "", copied_ ? ", padded copy" : "");
   }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
@@ -206,7 +229,8 @@ class WinogradConvKernel final : public Kernel {
       return Status::internal_error("cpu.winograd: an operand does not have its planned shape");
     }
     const int64_t chunks = ceil_div(tile_rows_, chunk_rows_);
-    const int threads = std::max<int>(1, std::min<int>(omp_get_max_threads(), static_cast<int>(chunks)));
+    const int64_t shares = p_.by_panels ? panels_ : chunks;
+    const int threads = std::max<int>(1, std::min<int>(omp_get_max_threads(), static_cast<int>(shares)));
     for (int64_t image = 0; image < p_.n; ++image) {
       const float* x = xt->data<float>() + image * x_image;
       float* y = yt->data<float>() + image * y_image;
@@ -220,6 +244,10 @@ class WinogradConvKernel final : public Kernel {
         padded_capacity = padded_floats;
       }
       float* xp = copied_ ? padded.get() : nullptr;
+      thread_local hwy::AlignedFreeUniquePtr<float[]> image_scratch;
+      thread_local size_t image_capacity = 0;
+      float* v = p_.by_panels ? scratch_for(tile_rows_, image_scratch, image_capacity) : nullptr;
+      bool finite = true;
 #pragma omp parallel num_threads(threads) if (threads > 1)
       {
         if (xp != nullptr) {
@@ -229,8 +257,12 @@ class WinogradConvKernel final : public Kernel {
           }
         }
         const float* src = xp != nullptr ? xp : x;
+        if (p_.by_panels) {
+          run_by_panels(src, y, residual, v, finite);
+        } else {
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t chunk = 0; chunk < chunks; ++chunk) run_chunk(src, y, residual, chunk);
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) run_chunk(src, y, residual, chunk);
+        }
       }
     }
     return Status::ok();
@@ -267,30 +299,83 @@ class WinogradConvKernel final : public Kernel {
   // Tile rows [chunk x chunk_rows_, ...) of one image: transform, 16 products, transform back,
   // epilogue; or cpu.conv's loop on its output rows when an input is not finite.
   void run_chunk(const float* src, float* y, const float* residual, int64_t chunk) const {
-    const int64_t b = p_.lanes, ty0 = chunk * chunk_rows_, rows = std::min(chunk_rows_, tile_rows_ - ty0);
-    const int64_t tiles = rows * row_tiles_, out_rows = std::min(2 * rows, p_.oh - 2 * ty0);
-    const DirectConvSplit& split = splits_[rows == chunk_rows_ ? 0 : 1];
+    const int64_t ty0 = chunk * chunk_rows_, rows = std::min(chunk_rows_, tile_rows_ - ty0);
+    const int64_t out_rows = std::min(2 * rows, p_.oh - 2 * ty0);
     thread_local hwy::AlignedFreeUniquePtr<float[]> scratch;
     thread_local size_t capacity = 0;
-    const size_t v_floats = static_cast<size_t>(kTransformed * groups_ * tiles * b);
-    const size_t m_floats = static_cast<size_t>(kTransformed * out_blocks_ * tiles * b);
-    if (capacity < v_floats + m_floats) {
-      scratch = hwy::AllocateAligned<float>(v_floats + m_floats);
-      capacity = v_floats + m_floats;
+    float* v = scratch_for(rows, scratch, capacity);
+    float* m = v + v_floats(rows);
+    if (!transform_inputs(src, ty0, rows, v, 0, groups_)) {
+      direct_->run_rows(src, src_h_, src_w_, y, residual, 2 * ty0, 2 * ty0 + out_rows);
+      return;
     }
-    float* v = scratch.get();
-    float* m = v + v_floats;
+    for (int64_t xi = 0; xi < kTransformed; ++xi) {
+      for (int64_t panel = 0; panel < panels_; ++panel) multiply(v, m, rows, xi, panel);
+    }
+    transform_outputs(m, y, residual, ty0, rows, 0, out_blocks_);
+  }
+
+  // The whole image as one chunk, its products and output transforms split by panel of output
+  // blocks: each thread reads its panels' transformed filters once (see plan_of).
+  void run_by_panels(const float* src, float* y, const float* residual, float* v, bool& finite) const {
+#pragma omp for schedule(static)
+    for (int64_t g = 0; g < groups_; ++g) {
+      if (!transform_inputs(src, 0, tile_rows_, v, g, g + 1)) {
+#pragma omp atomic write
+        finite = false;
+      }
+    }
+    bool all_finite = false;
+#pragma omp atomic read
+    all_finite = finite;
+    if (!all_finite) {
+      const int64_t step = ceil_div(p_.oh, omp_get_num_threads());
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < p_.oh; r += step) {
+        direct_->run_rows(src, src_h_, src_w_, y, residual, r, std::min(p_.oh, r + step));
+      }
+      return;
+    }
+    float* m = v + v_floats(tile_rows_);
+#pragma omp for schedule(static)
+    for (int64_t panel = 0; panel < panels_; ++panel) {
+      for (int64_t xi = 0; xi < kTransformed; ++xi) multiply(v, m, tile_rows_, xi, panel);
+      transform_outputs(m, y, residual, 0, tile_rows_, panel * blocks_, (panel + 1) * blocks_);
+    }
+  }
+
+  int64_t v_floats(int64_t rows) const { return kTransformed * groups_ * rows * row_tiles_ * p_.lanes; }
+  int64_t m_floats(int64_t rows) const { return kTransformed * out_blocks_ * rows * row_tiles_ * p_.lanes; }
+
+  // V then M for a chunk of `rows` tile rows, in a buffer kept between runs.
+  float* scratch_for(int64_t rows, hwy::AlignedFreeUniquePtr<float[]>& scratch, size_t& capacity) const {
+    const size_t floats = static_cast<size_t>(v_floats(rows) + m_floats(rows));
+    if (capacity < floats) {
+      scratch = hwy::AllocateAligned<float>(floats);
+      capacity = floats;
+    }
+    return scratch.get();
+  }
+
+  // V for input blocks [first, last) of the chunk at tile row ty0; false where one is not finite.
+  bool transform_inputs(const float* src, int64_t ty0, int64_t rows, float* v, int64_t first, int64_t last) const {
+    const int64_t b = p_.lanes;
     const hwy_cpu::WinogradInput input{src + 2 * ty0 * src_w_ * b,
                                        static_cast<size_t>(src_w_ * b),
                                        static_cast<size_t>(src_h_ * src_w_ * b),
                                        static_cast<size_t>(groups_),
+                                       static_cast<size_t>(first),
+                                       static_cast<size_t>(last),
                                        static_cast<size_t>(rows),
                                        static_cast<size_t>(row_tiles_),
                                        v};
-    if (!HWY_DYNAMIC_DISPATCH(hwy_cpu::WinogradInputTransform)(input)) {
-      direct_->run_rows(src, src_h_, src_w_, y, residual, 2 * ty0, 2 * ty0 + out_rows);
-      return;
-    }
+    return HWY_DYNAMIC_DISPATCH(hwy_cpu::WinogradInputTransform)(input);
+  }
+
+  // M[xi] of one panel's output blocks: V[xi] (tiles x C) by U[xi] (C x the panel's outputs).
+  void multiply(const float* v, float* m, int64_t rows, int64_t xi, int64_t panel) const {
+    const int64_t b = p_.lanes, tiles = rows * row_tiles_, width = blocks_ * b;
+    const DirectConvSplit& split = splits_[rows == chunk_rows_ ? 0 : 1];
     hwy_cpu::ConvRow t{};
     t.pixel_stride = static_cast<size_t>(b);
     t.taps = split.taps.data();
@@ -300,35 +385,38 @@ class WinogradConvKernel final : public Kernel {
     t.y_group = static_cast<size_t>(tiles * b);
     t.tiles = split.row_tiles.data();
     t.num_tiles = split.row_tiles.size() / 2;
-    const int64_t width = blocks_ * b;
-    for (int64_t xi = 0; xi < kTransformed; ++xi) {
-      for (int64_t panel = 0; panel < panels_; ++panel) {
-        const float* u = filters_.get() + (xi * panels_ + panel) * groups_ * b * width;
-        for (int64_t g0 = 0; g0 < groups_; g0 += split.run_groups) {
-          t.x = v + (xi * groups_ + g0) * tiles * b;
-          t.groups = static_cast<size_t>(std::min(groups_, g0 + split.run_groups) - g0);
-          t.w = u + g0 * b * width;
-          t.y = m + (xi * out_blocks_ + panel * blocks_) * tiles * b;
-          t.accumulate = g0 > 0;
-          hwy_cpu::conv_row_run(t);
-        }
-      }
+    const float* u = filters_.get() + (xi * panels_ + panel) * groups_ * b * width;
+    for (int64_t g0 = 0; g0 < groups_; g0 += split.run_groups) {
+      t.x = v + (xi * groups_ + g0) * tiles * b;
+      t.groups = static_cast<size_t>(std::min(groups_, g0 + split.run_groups) - g0);
+      t.w = u + g0 * b * width;
+      t.y = m + (xi * out_blocks_ + panel * blocks_) * tiles * b;
+      t.accumulate = g0 > 0;
+      hwy_cpu::conv_row_run(t);
     }
-    const int64_t plane = p_.oh * p_.ow * b, first = 2 * ty0 * p_.ow * b;
+  }
+
+  // Y of output blocks [first, last) of the chunk at tile row ty0 from M, bias and epilogue added.
+  void transform_outputs(const float* m, float* y, const float* residual, int64_t ty0, int64_t rows, int64_t first,
+                         int64_t last) const {
+    const int64_t b = p_.lanes, out_rows = std::min(2 * rows, p_.oh - 2 * ty0);
+    const int64_t plane = p_.oh * p_.ow * b, at = 2 * ty0 * p_.ow * b;
     const hwy_cpu::WinogradOutput output{m,
                                          static_cast<size_t>(out_blocks_),
+                                         static_cast<size_t>(first),
+                                         static_cast<size_t>(last),
                                          static_cast<size_t>(rows),
                                          static_cast<size_t>(row_tiles_),
                                          static_cast<size_t>(out_rows),
                                          static_cast<size_t>(p_.ow),
                                          bias_.data(),
-                                         y + first,
+                                         y + at,
                                          static_cast<size_t>(p_.ow * b),
                                          static_cast<size_t>(plane)};
     HWY_DYNAMIC_DISPATCH(hwy_cpu::WinogradOutputTransform)(output);
     if (epilogue_.empty()) return;
-    for (int64_t k = 0; k < out_blocks_; ++k) {
-      const int64_t offset = k * plane + first;
+    for (int64_t k = first; k < last; ++k) {
+      const int64_t offset = k * plane + at;
       hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
                                    out_rows * p_.ow * b);
     }

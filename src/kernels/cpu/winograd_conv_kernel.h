@@ -17,7 +17,8 @@ namespace opfuse {
 // and no dilation (an odd output side ends in tiles that hang over). Tiles whose inputs are not
 // all finite (the transforms would spread an Inf to outputs that never read it, as Inf - Inf) are
 // computed by cpu.conv's loop instead, so NaN and Inf come out exactly where the reference puts
-// them. Declined where chunks would be small and the transformed filters large (see the .cc).
+// them. Declined where the image has fewer than 6 tiles of 2x2 outputs and the transformed
+// filters are large (see the .cc).
 KernelImpl winograd_conv_kernel();
 
 // Whether the table prefers it to the direct and oneDNN kernels on this target (see the .cc).

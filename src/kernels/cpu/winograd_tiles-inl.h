@@ -35,15 +35,17 @@ HWY_INLINE void WinogradOutputRows(V m0, V m1, V m2, V m3, V& o0, V& o1) {
   o1 = hn::Sub(hn::Sub(m1, m2), m3);
 }
 
-// V = B^T d B for every tile of `tile_rows` rows of `row_tiles` tiles, each input block's tiles
-// one vector apart: x is the image at the chunk's first row (`row` elements per row, `group` per
-// input block), v is [16][groups][tiles][lanes]. `seen(e)` sees every transformed vector.
+// V = B^T d B for every tile of `tile_rows` rows of `row_tiles` tiles and input blocks [first,
+// last) of `groups`, each input block's tiles one vector apart: x is the image at the chunk's first
+// row (`row` elements per row, `group` per input block), v is [16][groups][tiles][lanes].
+// `seen(e)` sees every transformed vector.
 template <class D, class Seen>
 HWY_INLINE void WinogradInputTiles(D d, const hn::TFromD<D>* x, size_t row, size_t group, size_t groups,
-                                   size_t tile_rows, size_t row_tiles, hn::TFromD<D>* v, Seen&& seen) {
+                                   size_t first, size_t last, size_t tile_rows, size_t row_tiles,
+                                   hn::TFromD<D>* v, Seen&& seen) {
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d), tiles = tile_rows * row_tiles, xi_stride = groups * tiles * lanes;
-  for (size_t g = 0; g < groups; ++g) {
+  for (size_t g = first; g < last; ++g) {
     for (size_t r = 0; r < tile_rows; ++r) {
       const hn::TFromD<D>* HWY_RESTRICT p = x + g * group + 2 * r * row;
       hn::TFromD<D>* HWY_RESTRICT out = v + (g * tiles + r * row_tiles) * lanes;
@@ -68,17 +70,18 @@ HWY_INLINE void WinogradInputTiles(D d, const hn::TFromD<D>* x, size_t row, size
   }
 }
 
-// A^T M A for every tile and output block: m is [16][blocks][tiles][lanes]; the outputs of a
+// A^T M A for every tile and output blocks [first, last) of `blocks`: m is
+// [16][blocks][tiles][lanes]; the outputs of a
 // tile are rows 2r, 2r + 1 and columns 2tx, 2tx + 1 of the chunk (`height` rows of `width`
 // pixels, so the last tiles may hang over). `block(k)` gives output block k's store (its
 // constants loaded once), which `store(s, i, j)` finishes and stores the sum s at the chunk's
 // row i, column j.
 template <class D, class Block>
-HWY_INLINE void WinogradOutputTiles(D d, const hn::TFromD<D>* m, size_t blocks, size_t tile_rows, size_t row_tiles,
-                                    size_t height, size_t width, Block&& block) {
+HWY_INLINE void WinogradOutputTiles(D d, const hn::TFromD<D>* m, size_t blocks, size_t first, size_t last,
+                                    size_t tile_rows, size_t row_tiles, size_t height, size_t width, Block&& block) {
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d), tiles = tile_rows * row_tiles, xi_stride = blocks * tiles * lanes;
-  for (size_t k = 0; k < blocks; ++k) {
+  for (size_t k = first; k < last; ++k) {
     const auto store = block(k);
     for (size_t r = 0; r < tile_rows; ++r) {
       const hn::TFromD<D>* HWY_RESTRICT at = m + (k * tiles + r * row_tiles) * lanes;
