@@ -40,13 +40,15 @@
 #include "ops/op_def.h"
 
 namespace opfuse::hwy_cpu {
-// The input transform of a chunk of tile rows: V = B^T d B for every tile and input block.
+// The input transform of a chunk of tile rows: V = B^T d B for every tile and input block, X
+// read in place (tiles over the border through a zero-filled copy of their patch).
 struct WinogradInput {
-  const float* x;        // the (padded) image at the chunk's first input row, input block 0
-  size_t row;            // floats per image row (width x b)
-  size_t group;          // floats per input block of the image
+  const float* x;        // the image, input block 0
+  size_t h, w;           // its rows and columns
+  size_t top, left;      // the conv's padding before them
   size_t groups;         // input blocks
   size_t first, last;    // the input blocks transformed: [first, last)
+  size_t ty0;            // the chunk's first tile row
   size_t tile_rows;      // tile rows in the chunk
   size_t row_tiles;      // tiles per tile row (output width / 2)
   float* v;              // [16][groups][tiles][b]
@@ -83,10 +85,36 @@ using VF = hn::Vec<DF>;
 // False when a transformed value is not finite (then x * 0 is NaN and the sum of them too).
 bool WinogradInputTransform(const WinogradInput& t) {
   const DF d;
+  const size_t lanes = hn::Lanes(d), row = t.w * lanes, tiles = t.tile_rows * t.row_tiles;
+  const size_t xi_stride = t.groups * tiles * lanes;
   const VF zero = hn::Zero(d);
   VF finite = zero;
-  WinogradInputTiles(d, t.x, t.row, t.group, t.groups, t.first, t.last, t.tile_rows, t.row_tiles, t.v,
-                     [&](VF e) HWY_ATTR { finite = hn::MulAdd(e, zero, finite); });
+  const auto seen = [&](VF e) HWY_ATTR { finite = hn::MulAdd(e, zero, finite); };
+  HWY_ALIGN float patch[16 * hn::MaxLanes(d)];
+  for (size_t g = t.first; g < t.last; ++g) {
+    const float* image = t.x + g * t.h * row;
+    for (size_t r = 0; r < t.tile_rows; ++r) {
+      // The tile's patch starts at (iy, ix) of the padded image: (iy - top, ix - left) of X.
+      const size_t iy = 2 * (t.ty0 + r);
+      const bool rows_inside = iy >= t.top && iy + 4 <= t.top + t.h;
+      float* out = t.v + (g * tiles + r * t.row_tiles) * lanes;
+      for (size_t tx = 0; tx < t.row_tiles; ++tx, out += lanes) {
+        const size_t ix = 2 * tx;
+        if (rows_inside && ix >= t.left && ix + 4 <= t.left + t.w) {
+          WinogradInputTile(d, image + ((iy - t.top) * t.w + ix - t.left) * lanes, row, out, xi_stride, seen);
+          continue;
+        }
+        for (size_t i = 0; i < 4; ++i) {
+          for (size_t j = 0; j < 4; ++j) {
+            const bool inside = iy + i >= t.top && iy + i < t.top + t.h && ix + j >= t.left && ix + j < t.left + t.w;
+            const VF pixel = inside ? hn::LoadU(d, image + ((iy + i - t.top) * t.w + ix + j - t.left) * lanes) : zero;
+            hn::Store(pixel, d, patch + (4 * i + j) * lanes);
+          }
+        }
+        WinogradInputTile(d, patch, 4 * lanes, out, xi_stride, seen);
+      }
+    }
+  }
   return hn::AllTrue(d, hn::Eq(finite, zero));
 }
 
@@ -192,8 +220,9 @@ class WinogradConvKernel final : public Kernel {
     row_tiles_ = p_.row_tiles;
     tile_rows_ = p_.tile_rows;
     chunk_rows_ = p_.chunk_rows;
-    // The window reads 2 more pixels than each tile row or column gives; X is read in place when
-    // that is its size (unpadded, even output), else through a zero-bordered copy of that size.
+    // cpu.conv's loop (for inputs that are not all finite) reads the image bordered with the
+    // padding, 2 more pixels than each tile row or column gives: X itself when that is its size
+    // (unpadded, even output), else a zero-bordered copy made then.
     src_h_ = 2 * tile_rows_ + 2;
     src_w_ = 2 * row_tiles_ + 2;
     copied_ = src_h_ != p_.h || src_w_ != p_.w || p_.pt != 0 || p_.pl != 0;
@@ -214,7 +243,7 @@ class WinogradConvKernel final : public Kernel {
   std::string_view name() const override { return "cpu.winograd"; }
   std::string implementation() const override {
     return str_cat("F(2x2,3x3) ", highway_dispatch_target(), ", ", chunk_rows_ * row_tiles_, " tiles per chunk",
-                   p_.by_panels ? " split by panels" : "", copied_ ? ", padded copy" : "");
+                   p_.by_panels ? " split by panels" : "");
   }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
@@ -235,33 +264,18 @@ class WinogradConvKernel final : public Kernel {
       const float* x = xt->data<float>() + image * x_image;
       float* y = yt->data<float>() + image * y_image;
       const float* residual = rt != nullptr ? rt->data<float>() + image * y_image : nullptr;
-      // The zero-bordered copy of the image is the calling thread's, kept between runs.
-      thread_local hwy::AlignedFreeUniquePtr<float[]> padded;
-      thread_local size_t padded_capacity = 0;
-      const size_t padded_floats = static_cast<size_t>(groups_ * src_h_ * src_w_ * b);
-      if (copied_ && padded_capacity < padded_floats) {
-        padded = hwy::AllocateAligned<float>(padded_floats);
-        padded_capacity = padded_floats;
-      }
-      float* xp = copied_ ? padded.get() : nullptr;
       thread_local hwy::AlignedFreeUniquePtr<float[]> image_scratch;
       thread_local size_t image_capacity = 0;
       float* v = p_.by_panels ? scratch_for(tile_rows_, image_scratch, image_capacity) : nullptr;
       bool finite = true;
+      float* bordered = copied_ && p_.by_panels ? bordered_buffer() : nullptr;
 #pragma omp parallel num_threads(threads) if (threads > 1)
       {
-        if (xp != nullptr) {
-#pragma omp for schedule(static)
-          for (int64_t row = 0; row < groups_ * src_h_; ++row) {
-            copy_zero_bordered_row(x, xp, row, p_.h, p_.w, p_.pt, p_.pl, src_h_, src_w_, b);
-          }
-        }
-        const float* src = xp != nullptr ? xp : x;
         if (p_.by_panels) {
-          run_by_panels(src, y, residual, v, finite);
+          run_by_panels(x, bordered, y, residual, v, finite);
         } else {
 #pragma omp for schedule(dynamic, 1)
-          for (int64_t chunk = 0; chunk < chunks; ++chunk) run_chunk(src, y, residual, chunk);
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) run_chunk(x, y, residual, chunk);
         }
       }
     }
@@ -296,17 +310,43 @@ class WinogradConvKernel final : public Kernel {
     }
   }
 
+  // The calling thread's buffer for X bordered with the padding (cpu.conv's loop reads it), kept
+  // between runs.
+  float* bordered_buffer() const {
+    thread_local hwy::AlignedFreeUniquePtr<float[]> buffer;
+    thread_local size_t capacity = 0;
+    const size_t floats = static_cast<size_t>(groups_ * src_h_ * src_w_ * p_.lanes);
+    if (capacity < floats) {
+      buffer = hwy::AllocateAligned<float>(floats);
+      capacity = floats;
+    }
+    return buffer.get();
+  }
+
+  // Rows [first, last) of the bordered image (counted over all input blocks) copied from X.
+  void border_rows(const float* x, float* bordered, int64_t first, int64_t last) const {
+    for (int64_t row = first; row < last; ++row) {
+      copy_zero_bordered_row(x, bordered, row, p_.h, p_.w, p_.pt, p_.pl, src_h_, src_w_, p_.lanes);
+    }
+  }
+
   // Tile rows [chunk x chunk_rows_, ...) of one image: transform, 16 products, transform back,
-  // epilogue; or cpu.conv's loop on its output rows when an input is not finite.
-  void run_chunk(const float* src, float* y, const float* residual, int64_t chunk) const {
+  // epilogue; or cpu.conv's loop on its output rows when an input is not finite (on a bordered
+  // copy of the image of this thread's own).
+  void run_chunk(const float* x, float* y, const float* residual, int64_t chunk) const {
     const int64_t ty0 = chunk * chunk_rows_, rows = std::min(chunk_rows_, tile_rows_ - ty0);
     const int64_t out_rows = std::min(2 * rows, p_.oh - 2 * ty0);
     thread_local hwy::AlignedFreeUniquePtr<float[]> scratch;
     thread_local size_t capacity = 0;
     float* v = scratch_for(rows, scratch, capacity);
     float* m = v + v_floats(rows);
-    if (!transform_inputs(src, ty0, rows, v, 0, groups_)) {
-      direct_->run_rows(src, src_h_, src_w_, y, residual, 2 * ty0, 2 * ty0 + out_rows);
+    if (!transform_inputs(x, ty0, rows, v, 0, groups_)) {
+      // The loop reads bordered rows [2 ty0, 2 ty0 + out_rows + 2) of each input block.
+      float* bordered = copied_ ? bordered_buffer() : nullptr;
+      for (int64_t g = 0; bordered != nullptr && g < groups_; ++g) {
+        border_rows(x, bordered, g * src_h_ + 2 * ty0, g * src_h_ + std::min(src_h_, 2 * ty0 + out_rows + 2));
+      }
+      direct_->run_rows(bordered != nullptr ? bordered : x, src_h_, src_w_, y, residual, 2 * ty0, 2 * ty0 + out_rows);
       return;
     }
     for (int64_t xi = 0; xi < kTransformed; ++xi) {
@@ -316,11 +356,13 @@ class WinogradConvKernel final : public Kernel {
   }
 
   // The whole image as one chunk, its products and output transforms split by panel of output
-  // blocks: each thread reads its panels' transformed filters once (see plan_of).
-  void run_by_panels(const float* src, float* y, const float* residual, float* v, bool& finite) const {
+  // blocks: each thread reads its panels' transformed filters once (see plan_of). `bordered`: the
+  // calling thread's buffer for cpu.conv's loop, where X is not bordered already.
+  void run_by_panels(const float* x, float* bordered, float* y, const float* residual, float* v,
+                     bool& finite) const {
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < groups_; ++g) {
-      if (!transform_inputs(src, 0, tile_rows_, v, g, g + 1)) {
+      if (!transform_inputs(x, 0, tile_rows_, v, g, g + 1)) {
 #pragma omp atomic write
         finite = false;
       }
@@ -329,10 +371,15 @@ class WinogradConvKernel final : public Kernel {
 #pragma omp atomic read
     all_finite = finite;
     if (!all_finite) {
+      if (bordered != nullptr) {
+#pragma omp for schedule(static)
+        for (int64_t g = 0; g < groups_; ++g) border_rows(x, bordered, g * src_h_, (g + 1) * src_h_);
+      }
       const int64_t step = ceil_div(p_.oh, omp_get_num_threads());
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < p_.oh; r += step) {
-        direct_->run_rows(src, src_h_, src_w_, y, residual, r, std::min(p_.oh, r + step));
+        direct_->run_rows(bordered != nullptr ? bordered : x, src_h_, src_w_, y, residual, r,
+                          std::min(p_.oh, r + step));
       }
       return;
     }
@@ -358,14 +405,16 @@ class WinogradConvKernel final : public Kernel {
   }
 
   // V for input blocks [first, last) of the chunk at tile row ty0; false where one is not finite.
-  bool transform_inputs(const float* src, int64_t ty0, int64_t rows, float* v, int64_t first, int64_t last) const {
-    const int64_t b = p_.lanes;
-    const hwy_cpu::WinogradInput input{src + 2 * ty0 * src_w_ * b,
-                                       static_cast<size_t>(src_w_ * b),
-                                       static_cast<size_t>(src_h_ * src_w_ * b),
+  bool transform_inputs(const float* x, int64_t ty0, int64_t rows, float* v, int64_t first, int64_t last) const {
+    const hwy_cpu::WinogradInput input{x,
+                                       static_cast<size_t>(p_.h),
+                                       static_cast<size_t>(p_.w),
+                                       static_cast<size_t>(p_.pt),
+                                       static_cast<size_t>(p_.pl),
                                        static_cast<size_t>(groups_),
                                        static_cast<size_t>(first),
                                        static_cast<size_t>(last),
+                                       static_cast<size_t>(ty0),
                                        static_cast<size_t>(rows),
                                        static_cast<size_t>(row_tiles_),
                                        v};
@@ -427,8 +476,8 @@ class WinogradConvKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t groups_ = 0, out_blocks_ = 0, blocks_ = 2, panels_ = 0;
   int64_t row_tiles_ = 0, tile_rows_ = 0, chunk_rows_ = 1;
-  int64_t src_h_ = 0, src_w_ = 0;  // the image the tiles read, padded to whole tiles
-  bool copied_ = false;            // read through a zero-bordered copy (else X in place)
+  int64_t src_h_ = 0, src_w_ = 0;  // the bordered image cpu.conv's loop reads, padded to whole tiles
+  bool copied_ = false;            // that image is a zero-bordered copy (else X itself)
   std::vector<DirectConvSplit> splits_;  // the products' split: a full chunk, the last chunk
   hwy::AlignedFreeUniquePtr<float[]> filters_;
   std::vector<float> bias_;  // padded to whole output blocks

@@ -35,36 +35,46 @@ HWY_INLINE void WinogradOutputRows(V m0, V m1, V m2, V m3, V& o0, V& o1) {
   o1 = hn::Sub(hn::Sub(m1, m2), m3);
 }
 
+// V = B^T d B of one tile: p is its 4x4 input patch (`row` elements per patch row, one vector per
+// pixel), out its place in V[0] (the 16 transformed vectors are xi_stride apart). `seen(e)` sees
+// every transformed vector.
+template <class D, class Seen>
+HWY_INLINE void WinogradInputTile(D d, const hn::TFromD<D>* HWY_RESTRICT p, size_t row, hn::TFromD<D>* HWY_RESTRICT out,
+                                  size_t xi_stride, Seen&& seen) {
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);
+  V cols[4][4];  // B^T d: cols[i][j]
+  for (size_t j = 0; j < 4; ++j) {
+    V c[4];
+    WinogradInputRows(hn::LoadU(d, p + j * lanes), hn::LoadU(d, p + row + j * lanes),
+                      hn::LoadU(d, p + 2 * row + j * lanes), hn::LoadU(d, p + 3 * row + j * lanes), c);
+    for (size_t i = 0; i < 4; ++i) cols[i][j] = c[i];
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    V e[4];
+    WinogradInputRows(cols[i][0], cols[i][1], cols[i][2], cols[i][3], e);
+    for (size_t j = 0; j < 4; ++j) {
+      hn::StoreU(e[j], d, out + (4 * i + j) * xi_stride);
+      seen(e[j]);
+    }
+  }
+}
+
 // V = B^T d B for every tile of `tile_rows` rows of `row_tiles` tiles and input blocks [first,
 // last) of `groups`, each input block's tiles one vector apart: x is the image at the chunk's first
-// row (`row` elements per row, `group` per input block), v is [16][groups][tiles][lanes].
-// `seen(e)` sees every transformed vector.
+// row, bordered with the conv's padding (`row` elements per row, `group` per input block), v is
+// [16][groups][tiles][lanes]. `seen(e)` sees every transformed vector.
 template <class D, class Seen>
 HWY_INLINE void WinogradInputTiles(D d, const hn::TFromD<D>* x, size_t row, size_t group, size_t groups,
                                    size_t first, size_t last, size_t tile_rows, size_t row_tiles,
                                    hn::TFromD<D>* v, Seen&& seen) {
-  using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d), tiles = tile_rows * row_tiles, xi_stride = groups * tiles * lanes;
   for (size_t g = first; g < last; ++g) {
     for (size_t r = 0; r < tile_rows; ++r) {
-      const hn::TFromD<D>* HWY_RESTRICT p = x + g * group + 2 * r * row;
-      hn::TFromD<D>* HWY_RESTRICT out = v + (g * tiles + r * row_tiles) * lanes;
+      const hn::TFromD<D>* p = x + g * group + 2 * r * row;
+      hn::TFromD<D>* out = v + (g * tiles + r * row_tiles) * lanes;
       for (size_t tx = 0; tx < row_tiles; ++tx, p += 2 * lanes, out += lanes) {
-        V cols[4][4];  // B^T d: cols[i][j]
-        for (size_t j = 0; j < 4; ++j) {
-          V c[4];
-          WinogradInputRows(hn::LoadU(d, p + j * lanes), hn::LoadU(d, p + row + j * lanes),
-                            hn::LoadU(d, p + 2 * row + j * lanes), hn::LoadU(d, p + 3 * row + j * lanes), c);
-          for (size_t i = 0; i < 4; ++i) cols[i][j] = c[i];
-        }
-        for (size_t i = 0; i < 4; ++i) {
-          V e[4];
-          WinogradInputRows(cols[i][0], cols[i][1], cols[i][2], cols[i][3], e);
-          for (size_t j = 0; j < 4; ++j) {
-            hn::StoreU(e[j], d, out + (4 * i + j) * xi_stride);
-            seen(e[j]);
-          }
-        }
+        WinogradInputTile(d, p, row, out, xi_stride, seen);
       }
     }
   }
