@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -218,6 +220,71 @@ TEST(WinogradConv, LayoutEstimateKnowsWhereItRuns) {
   // Both answers occur, the decline of large filters among the refusals.
   EXPECT_GT(winograd, 0);
   EXPECT_GT(other, 0);
+}
+
+// Not a test: cpu.winograd against cpu.conv and oneDNN's blocked conv on ResNet-50's and
+// YOLOv5s's 3x3 stride-1 convs (ReLU / SiLU epilogues), each on four inputs in turn, the kernels
+// alternating over 9 rounds of 10 passes at 2 threads; medians in microseconds, and the products'
+// rate (16 multiply-adds per tile, channel pair) in GFLOP/s:
+//   ./build/tests/opfuse_tests --gtest_also_run_disabled_tests --gtest_filter='WinogradBench*'
+TEST(WinogradBench, DISABLED_ModelShapes) {
+  if (!vector_is_a_block()) GTEST_SKIP() << "cpu.winograd needs the layout's block to be one vector";
+  std::mt19937 gen(9);
+  struct Shape {
+    const char* what;
+    int64_t c, side;
+    std::vector<std::string> epilogue;
+  };
+  const std::vector<Shape> shapes = {
+      {"resnet50 layer1 64@56", 64, 56, {"relu"}},     {"resnet50 layer2 128@28", 128, 28, {"relu"}},
+      {"resnet50 layer3 256@14", 256, 14, {"relu"}},   {"resnet50 layer4 512@7", 512, 7, {"relu"}},
+      {"yolov5s b2 32@160", 32, 160, {"sigmoid_mul"}}, {"yolov5s b4 64@80", 64, 80, {"sigmoid_mul"}},
+      {"yolov5s b6 128@40", 128, 40, {"sigmoid_mul"}}, {"yolov5s b8 256@20", 256, 20, {"sigmoid_mul"}},
+  };
+  const int64_t block = active_target().channel_block();
+  const ScopedOmpThreads threads(2);
+  for (const Shape& s : shapes) {
+    const Ints x = blocked_dims(1, s.c, s.side, s.side, block);
+    const Attributes attrs = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}},
+                              {"epilogue", s.epilogue},     {"block", block}};
+    std::vector<std::unique_ptr<onednn_test::OneNode>> nodes;
+    const Tensor w = random_f32({s.c, s.c, 3, 3}, gen, 0.1f), b = random_f32({s.c}, gen);
+    for (int i = 0; i < 4; ++i) nodes.push_back(make_node("BlockedConv", {in(random_f32(x, gen)), cst(w), cst(b)}, attrs));
+    KernelCompileContext ctx = nodes[0]->context();
+    ctx.exact_non_finite = false;  // as in a model's plan for finite inputs
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    for (const char* name : {"cpu.winograd", "cpu.conv", "onednn.blocked_conv"}) {
+      ctx.kernel = name;
+      auto k = create_kernel(ctx);
+      ASSERT_TRUE(k.is_ok()) << k.status().message();
+      kernels.push_back(std::move(*k));
+    }
+    std::vector<Tensor> outs = nodes[0]->make_outputs();
+    Tensor* y = &outs[0];
+    auto time = [&](const Kernel& k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < 10; ++r) {
+        for (auto& n : nodes) EXPECT_TRUE(k.run(n->args(), {&y, 1}).is_ok());
+      }
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / (10 * nodes.size()) * 1e6;
+    };
+    std::vector<std::vector<double>> us(kernels.size());
+    for (int round = 0; round < 10; ++round) {
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        const double t = time(*kernels[k]);
+        if (round > 0) us[k].push_back(t);
+      }
+    }
+    const double tiles = static_cast<double>(((s.side + 1) / 2) * ((s.side + 1) / 2));
+    const double product_flops = 16.0 * tiles * static_cast<double>(s.c * s.c) * 2;
+    std::printf("%-26s", s.what);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      std::sort(us[k].begin(), us[k].end());
+      std::printf("  %s %7.1f us", kernels[k]->name().data(), us[k][4]);
+      if (k == 0) std::printf(" (products %5.0f GFLOP/s, %s)", product_flops / us[k][4] / 1e3, kernels[k]->implementation().c_str());
+    }
+    std::printf("\n");
+  }
 }
 
 }  // namespace
