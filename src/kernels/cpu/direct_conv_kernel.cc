@@ -366,11 +366,17 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
         hwy_cpu::conv_row_run(t);
       }
     }
-    if (epilogue_.empty()) return;
-    for (int64_t j = 0; j < blocks_; ++j) {
+    for (int64_t j = 0; j < blocks_ && !epilogue_.empty(); ++j) {
       const int64_t offset = (blocks_ * panel + j) * plane * b + oy0 * p_.ow * b;
       hwy_cpu::apply_epilogue_here(epilogue_, y + offset, residual != nullptr ? residual + offset : nullptr,
                                    (oy1 - oy0) * p_.ow * b);
+    }
+    // Padded output lanes are zero, as the reference's (ops/layout_ops.cc): their weights are, but
+    // a NaN or Inf input times zero is NaN, which the next conv would read into every channel.
+    const int64_t last = p_.m / b, real = p_.m % b;
+    if (real != 0 && last / blocks_ == panel) {
+      float* pixel = y + last * plane * b + oy0 * p_.ow * b;
+      for (int64_t i = 0; i < (oy1 - oy0) * p_.ow; ++i, pixel += b) std::fill(pixel + real, pixel + b, 0.0f);
     }
   }
 
