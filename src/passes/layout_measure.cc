@@ -74,29 +74,37 @@ bool estimated_as_winograd(const Node& conv, int64_t block, const Target& target
   if (block <= 0 || !y || !w || y->size() != 4 || w->size() != 4 || (*w)[2] != 3 || (*w)[3] != 3) return false;
   const AttrReader attrs(conv);
   if (attrs.has("group") && attrs.get_int("group") != 1) return false;
-  for (const char* name : {"strides", "dilations"}) {
-    if (!attrs.has(name)) continue;
-    for (int64_t v : attrs.get_ints(name)) {
+  if (attrs.has("dilations")) {
+    for (int64_t v : attrs.get_ints("dilations")) {
       if (v != 1) return false;
     }
   }
+  // Stride 1, or 2 on both sides (the stride-2 form: 25 transformed positions per tile, not 16).
+  int64_t stride = 1;
+  if (attrs.has("strides")) {
+    const std::vector<int64_t> strides = attrs.get_ints("strides");
+    if (strides.size() != 2 || strides[0] != strides[1] || strides[0] < 1 || strides[0] > 2) return false;
+    stride = strides[0];
+  }
+  const int64_t positions = stride == 1 ? 16 : 25;
   // cpu.conv's panels take output blocks in pairs.
   const int64_t c = (*w)[1], m = (*w)[0];
   const int64_t groups = (c + block - 1) / block, out_blocks = (m + block - 1) / block;
   if (out_blocks % 2 != 0) return false;
   // cpu.winograd's decline (plan_of in kernels/cpu/winograd_conv_kernel.cc): chunks of fewer
-  // than 6 tiles with transformed filters over half of L2, where the image has fewer than 6 tiles
-  // or fewer panels of output blocks than threads to split the products by. It sizes chunks for
-  // the threads it runs on; a compile is for the target's cores.
+  // than 6 tiles with transformed filters over half of L2, at stride 2 or where the image has
+  // fewer than 6 tiles or fewer panels of output blocks than threads to split the products by. It
+  // sizes chunks for the threads it runs on; a compile is for the target's cores.
   const int64_t tile_rows = ((*y)[2] + 1) / 2, row_tiles = ((*y)[3] + 1) / 2;
   const int64_t threads = std::max(1, target.cores);
   const int64_t l2 = target.l2_bytes > 0 ? target.l2_bytes : 512 * 1024;
-  const int64_t row_bytes = 16 * row_tiles * (groups + out_blocks) * block * 4;
+  const int64_t row_bytes = positions * row_tiles * (groups + out_blocks) * block * 4;
   const int64_t spread = (tile_rows + 2 * threads - 1) / (2 * threads);
   const int64_t chunk_rows = std::clamp<int64_t>(std::min(l2 / 2 / row_bytes, spread), 1, tile_rows);
   const int64_t filter_bytes = 16 * groups * out_blocks * block * block * 4;
   const int64_t panels = out_blocks / (out_blocks % 4 == 0 ? 4 : 2);
-  return chunk_rows * row_tiles >= 6 || filter_bytes <= l2 / 2 || (tile_rows * row_tiles >= 6 && panels >= threads);
+  return chunk_rows * row_tiles >= 6 || filter_bytes <= l2 / 2 ||
+         (stride == 1 && tile_rows * row_tiles >= 6 && panels >= threads);
 }
 
 EstimatingLayoutTimer::EstimatingLayoutTimer(const Target& target) : target_(target), rates_(rates_for(target)) {}

@@ -148,8 +148,9 @@ TEST(DirectConv, DeclinesOtherConvs) {
   EXPECT_FALSE(supported({4 * block, 3, 3, 3}, {1, 3, 8, 8}, same));
 }
 
-// A 3x3 conv net (conv + BN + ReLU, a residual conv, a stride-2 conv) at every level against
-// eager mode, on random inputs and with a NaN and an Inf pixel.
+// A conv net (3x3 conv + BN + ReLU, a residual 3x3 conv, a 5x5 stride-2 conv, which cpu.winograd
+// does not take) at every level against eager mode, on random inputs and with a NaN and an Inf
+// pixel.
 TEST(DirectConv, ConvNetAtEveryLevelMatchesEagerMode) {
   const std::string text = R"(graph @main opset 13 (%x: f32[1,16,20,20]) {
   %w1: f32[32,16,3,3] = const splat 0.03
@@ -160,8 +161,8 @@ TEST(DirectConv, ConvNetAtEveryLevelMatchesEagerMode) {
   %c2: f32[1,32,20,20] = Conv(%r1, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}
   %s: f32[1,32,20,20] = Add(%c2, %r1)
   %r2: f32[1,32,20,20] = Relu(%s)
-  %w3: f32[16,32,3,3] = const splat 0.01
-  %c3: f32[1,16,10,10] = Conv(%r2, %w3) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]}
+  %w3: f32[16,32,5,5] = const splat 0.01
+  %c3: f32[1,16,10,10] = Conv(%r2, %w3) {kernel_shape = [5, 5], pads = [2, 2, 2, 2], strides = [2, 2]}
   return %c3
 })";
   const float inf = std::numeric_limits<float>::infinity();

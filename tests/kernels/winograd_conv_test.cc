@@ -40,9 +40,10 @@ struct Case {
   int64_t n, c, m, h, w;
   Ints pads;  // top, left, bottom, right
   std::vector<std::string> epilogue;
+  int64_t stride = 1;
 };
 
-enum class Specials { kNone, kOneChunk, kAll };
+enum class Specials { kNone, kOneChunk, kLastRow, kAll };
 
 // The kernel's output on the case against the reference's; false when the kernel declines it.
 bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::string* implementation = nullptr) {
@@ -53,7 +54,8 @@ bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::st
   c.c *= std::max<int64_t>(1, block / 8);
   c.m *= std::max<int64_t>(1, block / 8);
   const bool residual = !c.epilogue.empty() && c.epilogue[0] == "add";
-  const int64_t oh = c.h + c.pads[0] + c.pads[2] - 2, ow = c.w + c.pads[1] + c.pads[3] - 2;
+  const int64_t oh = (c.h + c.pads[0] + c.pads[2] - 3) / c.stride + 1;
+  const int64_t ow = (c.w + c.pads[1] + c.pads[3] - 3) / c.stride + 1;
   const Ints x = blocked_dims(c.n, c.c, c.h, c.w, block), y = blocked_dims(c.n, c.m, oh, ow, block);
   std::vector<Arg> args = {in(random_f32(x, gen)), cst(random_f32({c.m, c.c, 3, 3}, gen, 0.3f)),
                            cst(random_f32({c.m}, gen))};
@@ -66,6 +68,10 @@ bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::st
     if (padded_lane) xv[i] = 1e30f;
     if (specials == Specials::kAll && !padded_lane) xv[i] = std::numeric_limits<float>::quiet_NaN();
   }
+  if (specials == Specials::kLastRow) {
+    // An infinity in the last row: the last chunk falls back, its tiles hanging over the image.
+    xv[((c.h - 2) * c.w + c.w / 3) * block] = std::numeric_limits<float>::infinity();
+  }
   if (specials == Specials::kOneChunk) {
     // NaN, Inf and denormals in the first rows only: one chunk falls back, the others do not.
     xv[5 * block + 1] = std::numeric_limits<float>::quiet_NaN();
@@ -74,7 +80,7 @@ bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::st
       if (i % block < c.c) xv[i] = 1e-40f;
     }
   }
-  const Attributes attrs = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", c.pads},
+  const Attributes attrs = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{c.stride, c.stride}}, {"pads", c.pads},
                             {"epilogue", c.epilogue}, {"block", block}};
   auto node = make_node("BlockedConv", args, attrs);
   EXPECT_NE(node, nullptr);
@@ -88,6 +94,13 @@ bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::st
   const Tensor got = node->run(**kernel);
   // F(2x2, 3x3) rounds a little differently from the direct sum: a few ulp of the largest output.
   EXPECT_LE(blocked_relative_error(got, want, y, c.m), 1e-5) << (*kernel)->implementation();
+  // Padded output lanes are zero, as the reference's, also where cpu.conv's loop computed them
+  // from a NaN or Inf (their zero weights times it are NaN, which the next conv would spread).
+  int64_t nonzero_padding = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if ((i / (oh * ow * block)) % y[1] * block + i % block >= c.m && got.data<float>()[i] != 0.0f) ++nonzero_padding;
+  }
+  EXPECT_EQ(nonzero_padding, 0);
   if (specials == Specials::kAll) {
     const float* out = got.data<float>();
     int64_t numbers = 0;
@@ -99,7 +112,9 @@ bool check_case(const Case& case8, Specials specials, std::mt19937& gen, std::st
   // The table takes it wherever the target prefers it to the direct kernels.
   auto table = create_kernel(node->context());
   EXPECT_TRUE(table.is_ok());
-  if (table.is_ok()) EXPECT_EQ((*table)->name() == "cpu.winograd", winograd_conv_wins(active_target()));
+  if (table.is_ok()) {
+    EXPECT_EQ((*table)->name() == "cpu.winograd", winograd_conv_wins(active_target()));
+  }
   return true;
 }
 
@@ -118,17 +133,28 @@ TEST(WinogradConv, MatchesTheReference) {
       {1, 16, 16, 52, 52, {1, 1, 1, 1}, {"hardswish"}},
       // 72 input channels: the products' weights in more than one run (accumulated in M).
       {1, 72, 64, 12, 12, {1, 1, 1, 1}, {}},
+      // Stride 2: even and odd sides, padded and not, asymmetric pads, several chunks, a residual.
+      {1, 16, 32, 14, 14, {1, 1, 1, 1}, {"relu"}, 2},
+      {2, 12, 16, 13, 11, {1, 1, 1, 1}, {"add", "relu"}, 2},
+      {1, 16, 16, 15, 12, {0, 0, 0, 0}, {"sigmoid_mul"}, 2},
+      {1, 8, 32, 17, 9, {2, 0, 1, 3}, {"clip:0:6"}, 2},
+      {1, 16, 16, 104, 104, {1, 1, 1, 1}, {"hardswish"}, 2},
+      {1, 72, 64, 24, 24, {1, 1, 1, 1}, {}, 2},
+      {1, 16, 16, 15, 15, {0, 0, 1, 1}, {"relu"}, 2},  // TensorFlow's "SAME": padded at the end only
+      // 12 output channels: padded output lanes, zero whatever the input.
+      {1, 16, 12, 14, 14, {1, 1, 1, 1}, {"relu"}},
+      {1, 16, 12, 15, 15, {0, 0, 1, 1}, {"sigmoid_mul"}, 2},
   };
   const ScopedOmpThreads threads(2);
   int tested = 0;
   for (const Case& c : cases) {
-    for (const Specials s : {Specials::kNone, Specials::kOneChunk}) {
-      SCOPED_TRACE(
-          str_cat("n", c.n, " c", c.c, " m", c.m, " ", c.h, "x", c.w, s == Specials::kOneChunk ? " specials" : ""));
+    for (const Specials s : {Specials::kNone, Specials::kOneChunk, Specials::kLastRow}) {
+      SCOPED_TRACE(str_cat("n", c.n, " c", c.c, " m", c.m, " ", c.h, "x", c.w, " stride ", c.stride,
+                           s == Specials::kOneChunk ? " specials" : s == Specials::kLastRow ? " inf in the last row" : ""));
       tested += check_case(c, s, gen) ? 1 : 0;
     }
   }
-  EXPECT_EQ(tested, vector_is_a_block() ? static_cast<int>(2 * cases.size()) : 0);
+  EXPECT_EQ(tested, vector_is_a_block() ? static_cast<int>(3 * cases.size()) : 0);
 }
 
 // A small image with large filters (ResNet-50's 512 -> 512 channels at 7x7): chunks of its 4 tile
@@ -144,7 +170,9 @@ TEST(WinogradConv, SmallImagesWithLargeFiltersAreSplitByPanels) {
       SCOPED_TRACE(str_cat(c.h, "x", c.w, " specials ", static_cast<int>(s)));
       std::string implementation;
       EXPECT_EQ(check_case(c, s, gen, &implementation), vector_is_a_block());
-      if (vector_is_a_block()) EXPECT_NE(implementation.find("split by panels"), std::string::npos) << implementation;
+      if (vector_is_a_block()) {
+        EXPECT_NE(implementation.find("split by panels"), std::string::npos) << implementation;
+      }
     }
   }
 }
@@ -173,7 +201,9 @@ TEST(WinogradConv, DeclinesOtherConvs) {
   EXPECT_EQ(supported({4 * block, 2 * block, 3, 3}, x8, {}), vector_is_a_block());
   EXPECT_FALSE(supported({4 * block, 2 * block, 5, 5}, x8, {{"pads", Ints{2, 2, 2, 2}}}));
   EXPECT_FALSE(supported({4 * block, 2 * block, 1, 1}, x8, {{"pads", Ints{0, 0, 0, 0}}}));
-  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"strides", Ints{2, 2}}}));
+  EXPECT_EQ(supported({4 * block, 2 * block, 3, 3}, x8, {{"strides", Ints{2, 2}}}), vector_is_a_block());
+  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"strides", Ints{3, 3}}}));
+  EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"strides", Ints{1, 2}}}));
   EXPECT_FALSE(supported({4 * block, 2 * block, 3, 3}, x8, {{"dilations", Ints{2, 2}}, {"pads", Ints{2, 2, 2, 2}}}));
   EXPECT_FALSE(supported({4 * block, 2 * block, 3, 1}, x8, {{"pads", Ints{1, 0, 1, 0}}}));
   EXPECT_FALSE(supported({4 * block, block, 3, 3}, x8, {}, 2));
@@ -196,7 +226,7 @@ TEST(WinogradConv, LayoutEstimateKnowsWhereItRuns) {
   for (const int64_t c : {block, 2 * block, 32 * block}) {
     for (const int64_t m : {2 * block, 3 * block, 32 * block}) {
       for (const int64_t side : {4, 7, 14, 30}) {
-        for (const int64_t stride : {1, 2}) {
+        for (const int64_t stride : {1, 2, 3}) {
           for (const int64_t group : {1, 2}) {
             const Ints pads = {1, 1, 1, 1}, strides = {stride, stride};
             const Ints w = {m, c / group, 3, 3};
@@ -223,32 +253,47 @@ TEST(WinogradConv, LayoutEstimateKnowsWhereItRuns) {
 }
 
 // Not a test: cpu.winograd against cpu.conv and oneDNN's blocked conv on ResNet-50's and
-// YOLOv5s's 3x3 stride-1 convs (ReLU / SiLU epilogues), each on four inputs in turn, the kernels
-// alternating over 9 rounds of 10 passes at 2 threads; medians in microseconds, and the products'
-// rate (16 multiply-adds per tile, channel pair) in GFLOP/s:
+// YOLOv5s's 3x3 convs of stride 1 and 2 (ReLU / SiLU epilogues), each on four inputs in turn, the
+// kernels alternating over 9 rounds of 10 passes at 2 threads; medians in microseconds, and the
+// products' rate (16 or 25 multiply-adds per tile and channel pair) in GFLOP/s:
 //   ./build/tests/opfuse_tests --gtest_also_run_disabled_tests --gtest_filter='WinogradBench*'
 TEST(WinogradBench, DISABLED_ModelShapes) {
   if (!vector_is_a_block()) GTEST_SKIP() << "cpu.winograd needs the layout's block to be one vector";
   std::mt19937 gen(9);
   struct Shape {
     const char* what;
-    int64_t c, side;
+    int64_t c, m, side, stride;  // side: the input's
     std::vector<std::string> epilogue;
   };
   const std::vector<Shape> shapes = {
-      {"resnet50 layer1 64@56", 64, 56, {"relu"}},     {"resnet50 layer2 128@28", 128, 28, {"relu"}},
-      {"resnet50 layer3 256@14", 256, 14, {"relu"}},   {"resnet50 layer4 512@7", 512, 7, {"relu"}},
-      {"yolov5s b2 32@160", 32, 160, {"sigmoid_mul"}}, {"yolov5s b4 64@80", 64, 80, {"sigmoid_mul"}},
-      {"yolov5s b6 128@40", 128, 40, {"sigmoid_mul"}}, {"yolov5s b8 256@20", 256, 20, {"sigmoid_mul"}},
+      {"resnet50 layer1 64@56", 64, 64, 56, 1, {"relu"}},
+      {"resnet50 layer2 128@28", 128, 128, 28, 1, {"relu"}},
+      {"resnet50 layer3 256@14", 256, 256, 14, 1, {"relu"}},
+      {"resnet50 layer4 512@7", 512, 512, 7, 1, {"relu"}},
+      {"resnet50 layer2.0 128@56/2", 128, 128, 56, 2, {"relu"}},
+      {"resnet50 layer3.0 256@28/2", 256, 256, 28, 2, {"relu"}},
+      {"resnet50 layer4.0 512@14/2", 512, 512, 14, 2, {"relu"}},
+      {"yolov5s b2 32@160", 32, 32, 160, 1, {"sigmoid_mul"}},
+      {"yolov5s b4 64@80", 64, 64, 80, 1, {"sigmoid_mul"}},
+      {"yolov5s b6 128@40", 128, 128, 40, 1, {"sigmoid_mul"}},
+      {"yolov5s b8 256@20", 256, 256, 20, 1, {"sigmoid_mul"}},
+      {"yolov5s b1 32>64@320/2", 32, 64, 320, 2, {"sigmoid_mul"}},
+      {"yolov5s b3 64>128@160/2", 64, 128, 160, 2, {"sigmoid_mul"}},
+      {"yolov5s b5 128>256@80/2", 128, 256, 80, 2, {"sigmoid_mul"}},
+      {"yolov5s b7 256>512@40/2", 256, 512, 40, 2, {"sigmoid_mul"}},
+      {"yolov5s h18 128@80/2", 128, 128, 80, 2, {"sigmoid_mul"}},
   };
   const int64_t block = active_target().channel_block();
   const ScopedOmpThreads threads(2);
   for (const Shape& s : shapes) {
     const Ints x = blocked_dims(1, s.c, s.side, s.side, block);
-    const Attributes attrs = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}},
-                              {"epilogue", s.epilogue},     {"block", block}};
+    const Attributes attrs = {{"kernel_shape", Ints{3, 3}},
+                              {"strides", Ints{s.stride, s.stride}},
+                              {"pads", Ints{1, 1, 1, 1}},
+                              {"epilogue", s.epilogue},
+                              {"block", block}};
     std::vector<std::unique_ptr<onednn_test::OneNode>> nodes;
-    const Tensor w = random_f32({s.c, s.c, 3, 3}, gen, 0.1f), b = random_f32({s.c}, gen);
+    const Tensor w = random_f32({s.m, s.c, 3, 3}, gen, 0.1f), b = random_f32({s.m}, gen);
     for (int i = 0; i < 4; ++i) nodes.push_back(make_node("BlockedConv", {in(random_f32(x, gen)), cst(w), cst(b)}, attrs));
     KernelCompileContext ctx = nodes[0]->context();
     ctx.exact_non_finite = false;  // as in a model's plan for finite inputs
@@ -275,8 +320,9 @@ TEST(WinogradBench, DISABLED_ModelShapes) {
         if (round > 0) us[k].push_back(t);
       }
     }
-    const double tiles = static_cast<double>(((s.side + 1) / 2) * ((s.side + 1) / 2));
-    const double product_flops = 16.0 * tiles * static_cast<double>(s.c * s.c) * 2;
+    const int64_t out = (s.side - 1) / s.stride + 1, tile_side = (out + 1) / 2;
+    const double tiles = static_cast<double>(tile_side * tile_side);
+    const double product_flops = (s.stride == 1 ? 16.0 : 25.0) * tiles * static_cast<double>(s.c * s.m) * 2;
     std::printf("%-26s", s.what);
     for (size_t k = 0; k < kernels.size(); ++k) {
       std::sort(us[k].begin(), us[k].end());
