@@ -6,11 +6,19 @@
 // the 16 elementwise positions (xi) is a product of the tiles' transformed inputs V[xi]
 // (tiles x C) by the transformed filters U[xi] (C x M), packed once at compile time.
 //
-// Layout: X and Y are [C/b, H, W, b] per image with b one vector. V[xi] is [C/b][tiles][b]: a
-// "row" of tiles whose pixels are one vector apart, so cpu.conv's register tile (direct_conv_kernel.h,
-// ConvRow) computes each product with one tap and pixel stride b; its output M[xi] is
-// [M/b][tiles][b]. The output transform then reads the 16 M vectors of a tile and writes its 2x2
-// pixels, bias added, and the epilogue runs over those rows while they are in L2.
+// Stride 2: the 2x2 outputs of a tile read a 5x5 patch. Along one side, outputs y0 and y1 read
+// x0..x2 and x2..x4: the even inputs x0, x2, x4 meet the taps g0 and g2, an F(2, 2) of 3
+// multiplies (g0 (x0 - x2), (g0 + g2) x2, g2 (x4 - x2)), the odd ones x1 and x3 meet g1, one
+// multiply each: 5 positions per side instead of 6 multiply-adds, 25 per tile instead of 36, with
+// additions only around them. Positions 3 and 4 of a side share their filter (g1), so their
+// products run as one over twice the tiles: 16 filters either way (class_positions).
+//
+// Layout: X and Y are [C/b, H, W, b] per image with b one vector. V's class is [C/b][tiles][b]
+// (times its positions): a "row" of tiles whose pixels are one vector apart, so cpu.conv's
+// register tile (direct_conv_kernel.h, ConvRow) computes each product with one tap and pixel
+// stride b; its output M is [M/b][tiles][b]. The output transform then reads a tile's M vectors
+// and writes its 2x2 pixels, bias added, and the epilogue runs over those rows while they are in
+// L2. X is read in place; tiles over its border read a zero-filled copy of their patch.
 //
 // Work: a thread takes a chunk of tile rows of one image (dynamically: the host is shared), with
 // V and M of the chunk sized to half of L2, and does the three steps on it; the transformed
