@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -266,13 +265,7 @@ TEST(DepthwiseConvBench, DISABLED_ModelShapes) {
     ASSERT_TRUE(ours.is_ok() && theirs.is_ok());
     std::vector<Tensor> outs = nodes[0]->make_outputs();
     Tensor* y = &outs[0];
-    auto time = [&](const Kernel& k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int r = 0; r < 25; ++r) {
-        for (auto& n : nodes) EXPECT_TRUE(k.run(n->args(), {&y, 1}).is_ok());
-      }
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / (25 * nodes.size()) * 1e6;
-    };
+    auto time = [&](const Kernel& k) { return onednn_test::us_per_run(k, nodes, y, 25); };
     time(**ours), time(**theirs);
     std::vector<double> a, t;
     for (int round = 0; round < 11; ++round) a.push_back(time(**ours)), t.push_back(time(**theirs));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -127,6 +128,18 @@ inline std::unique_ptr<OneNode> make_node(const std::string& op, const std::vect
   const Status s = infer_shapes(n->graph);
   EXPECT_TRUE(s.is_ok()) << s.message();
   return s.is_ok() ? std::move(n) : nullptr;
+}
+
+// For the kernel benches: microseconds per run of `k`, running it on each node's inputs in turn
+// (distinct inputs, so each run reads its X from L2 or L3, as after the op before), `passes`
+// times over, into the output `y`.
+inline double us_per_run(const Kernel& k, const std::vector<std::unique_ptr<OneNode>>& nodes, Tensor* y, int passes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int pass = 0; pass < passes; ++pass) {
+    for (const auto& n : nodes) EXPECT_TRUE(k.run(n->args(), {&y, 1}).is_ok());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return seconds / static_cast<double>(passes * static_cast<int>(nodes.size())) * 1e6;
 }
 
 }  // namespace opfuse::onednn_test

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -306,13 +305,7 @@ TEST(WinogradBench, DISABLED_ModelShapes) {
     }
     std::vector<Tensor> outs = nodes[0]->make_outputs();
     Tensor* y = &outs[0];
-    auto time = [&](const Kernel& k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int r = 0; r < 10; ++r) {
-        for (auto& n : nodes) EXPECT_TRUE(k.run(n->args(), {&y, 1}).is_ok());
-      }
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / (10 * nodes.size()) * 1e6;
-    };
+    auto time = [&](const Kernel& k) { return onednn_test::us_per_run(k, nodes, y, 10); };
     std::vector<std::vector<double>> us(kernels.size());
     for (int round = 0; round < 10; ++round) {
       for (size_t k = 0; k < kernels.size(); ++k) {
