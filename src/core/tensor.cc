@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <malloc.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +19,8 @@ constexpr size_t kAlignment = 64;
 
 void set_max_allocation_bytes(size_t bytes) { g_max_allocation_bytes = bytes; }
 size_t max_allocation_bytes() { return g_max_allocation_bytes; }
+
+void return_freed_memory() { ::malloc_trim(0); }
 
 Result<Tensor> Tensor::zeros(DType dtype, std::vector<int64_t> dims, const std::string& what) {
   OPFUSE_ASSIGN_OR_RETURN(Tensor t, uninitialized(dtype, std::move(dims), what));

@@ -61,6 +61,7 @@ Value* Graph::add_input(const std::string& name, DType dtype, Shape shape) {
 Value* Graph::add_constant(const std::string& name, Tensor data) {
   Value* v = add_value(name, data.dtype(), data.shape());
   v->constant_ = std::move(data);
+  constant_source.reset();
   return v;
 }
 
@@ -68,6 +69,12 @@ void Graph::set_constant(Value* value, Tensor data) {
   value->dtype = data.dtype();
   value->shape = data.shape();
   value->constant_ = std::move(data);
+  constant_source.reset();
+}
+
+void Graph::release_constant_data(Value* value) {
+  if (!value->constant_) return;
+  value->constant_ = Tensor::wrap(value->constant_->dtype(), value->constant_->dims(), nullptr, nullptr);
 }
 
 void Graph::add_output(Value* value) {
@@ -208,6 +215,7 @@ Status Graph::rename_value(Value* value, const std::string& name) {
   value_by_name_.erase(value->name_);
   value->name_ = name;
   value_by_name_[name] = value;
+  if (value->constant_) constant_source.reset();
   return Status::ok();
 }
 
@@ -266,6 +274,7 @@ Graph Graph::clone() const {
   copy.name = name;
   copy.opset_imports = opset_imports;
   copy.captured_inputs = captured_inputs;
+  copy.constant_source = constant_source;
   copy.name_counter_ = name_counter_;
   std::unordered_map<const Value*, Value*> value_map;
   for (const auto& v : values_) {

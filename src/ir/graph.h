@@ -109,6 +109,16 @@ class Graph {
   void add_output(Value* value);
   // Replaces the data of a constant value (constant folding, weight folds).
   void set_constant(Value* value, Tensor data);
+  // Drops a constant's data when every reader keeps a copy of its own (weights a compiled plan's
+  // kernels packed): the value keeps its dtype and dims, and constant() is a tensor without
+  // storage (raw_data() null) until set_constant gives it data again.
+  void release_constant_data(Value* value);
+
+  // The file the graph was loaded from, which holds its constants (a Session gives its weights
+  // to a compile and reads them again from there for the next); null for a graph built in
+  // code. Adding, replacing or renaming a constant resets it: the file then no longer
+  // describes the graph's constants.
+  std::shared_ptr<const class ConstantSource> constant_source;
 
   // Adds a node of a registered op, with fresh output values named `output_names` (one per
   // output; empty names are generated). Fails with a user error naming the op if it is unknown.
@@ -165,6 +175,16 @@ class Graph {
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   int64_t name_counter_ = 0;
+};
+
+// Where a graph's constants can be read again (frontend/onnx/importer.h: the model's file).
+class ConstantSource {
+ public:
+  virtual ~ConstantSource() = default;
+  // The graph as the source holds it now; a user error when it cannot be read.
+  virtual Result<Graph> reload() const = 0;
+  // For messages: "'model.onnx'".
+  virtual std::string describe() const = 0;
 };
 
 }  // namespace opfuse

@@ -69,6 +69,7 @@ bool all_elements_equal(const Tensor& t) {
 
 // The data part of a constant or tensor attribute: "[1, 2]", "splat 0" or "elided".
 std::string tensor_data_text(const Tensor& t, const PrintOptions& options) {
+  if (t.raw_data() == nullptr && t.numel() > 0) return "released";  // Graph::release_constant_data; not parseable
   if (t.numel() > 1 && all_elements_equal(t)) return "splat " + element_text(t, 0);
   if (t.numel() > options.max_constant_elements) return "elided";
   std::string out = "[";

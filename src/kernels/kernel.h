@@ -32,6 +32,10 @@ class Kernel {
   // here and has output 0's size), or -1. Only kernels that read each element of that input
   // before writing the same element of the output may name one.
   virtual int in_place_input() const { return -1; }
+  // False for a constant input the kernel copied when it was created (weights it packed) and
+  // never reads when run: the plan then passes nullptr for it and lets the graph's copy go, so
+  // the weights are not held twice.
+  virtual bool reads_input(size_t /*input*/) const { return true; }
 };
 
 // Everything known at compile time about the node a kernel is created for.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kernels/omp_threads.h"
 #include "ops/op_def.h"
@@ -30,15 +31,15 @@ struct CompiledPlan::Arena {
 
 CompiledPlan::~CompiledPlan() = default;
 
-Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<const Graph> graph,
-                                                            const CompileOptions& options) {
+Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(Graph graph, const CompileOptions& options) {
   // Kernels are created under the run's thread count (omp_threads.h).
   ScopedOmpThreads threads(options.threads);
   std::unique_ptr<CompiledPlan> plan(new CompiledPlan());
-  plan->graph_ = std::move(graph);
+  auto own_graph = std::make_shared<Graph>(std::move(graph));
+  plan->graph_ = own_graph;
   plan->threads_ = options.threads;
   plan->flush_denormals_ = options.flush_denormals;
-  OPFUSE_TRY(plan->assign_slots(options));
+  OPFUSE_TRY(plan->assign_slots(*own_graph, options));
   const std::vector<bool> dropped = plan->plan_concat_and_split_in_place();
   plan->plan_in_place(dropped);
   // Steps are numbered in buffers_' lifetimes as they were before any was dropped: the plan
@@ -48,6 +49,7 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
     if (!dropped[s]) kept.push_back(std::move(plan->steps_[s]));
   }
   plan->steps_ = std::move(kept);
+  plan->release_packed_constants(*own_graph);
   plan->memory_ = plan_memory(plan->buffers_);
   if (!memory_plan_is_valid(plan->buffers_, plan->memory_)) {
     return Status::internal_error("memory plan assigned overlapping buffers");
@@ -56,8 +58,14 @@ Result<std::unique_ptr<CompiledPlan>> CompiledPlan::compile(std::shared_ptr<cons
   return plan;
 }
 
-Status CompiledPlan::assign_slots(const CompileOptions& options) {
+Status CompiledPlan::assign_slots(Graph& graph, const CompileOptions& options) {
   std::unordered_map<const Value*, int> slot_of;
+  // A constant whose last reader's kernel is created, none of them reading it when run, has its
+  // data dropped there and then, so that the weights are not all held twice at the end of a
+  // compile (release_packed_constants then drops the rest). One a view aliases is kept.
+  std::unordered_map<const Value*, int> uses_left;
+  std::unordered_set<const Value*> kept;
+  size_t released_bytes = 0;  // since the freed memory last went back to the OS
   auto static_dims_of = [](const Value* v) -> Result<std::vector<int64_t>> {
     if (v->shape) {
       if (auto dims = static_dims(*v->shape)) return *dims;
@@ -80,6 +88,11 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
 
   const auto may_be_non_finite = values_that_may_be_non_finite(*graph_, options.inputs_finite);
   const std::vector<Node*> nodes = graph_->nodes();
+  for (const Node* node : nodes) {
+    for (const Value* in : node->inputs()) {
+      if (in != nullptr && in->is_constant()) ++uses_left[in];
+    }
+  }
   for (const Node* node : nodes) {
     const int step_index = static_cast<int>(steps_.size());
     std::vector<int> inputs;
@@ -110,6 +123,7 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
       Slot alias = slots_[slot_of[node->input(0)]];
       alias.dims = std::move(dims);
       add_slot(out0, std::move(alias));
+      kept.insert(node->input(0));
       continue;
     }
     std::vector<int> outputs;
@@ -152,7 +166,20 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
     OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, create_kernel(ctx));
     const bool tuned = (!ctx.kernel.empty() && kernel->name() == ctx.kernel) ||
                        ctx.epilogue != KernelCompileContext::Epilogue::kDefault;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      Value* in = node->input(i);
+      if (in == nullptr || !in->is_constant()) continue;
+      if (kernel->reads_input(i) || in->is_graph_output()) kept.insert(in);
+      if (--uses_left[in] == 0 && kept.count(in) == 0) {
+        released_bytes += in->constant()->nbytes();
+        graph.release_constant_data(in);
+      }
+    }
     steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs), tuned, std::move(alternatives)});
+    if (released_bytes >= (size_t{32} << 20)) {
+      return_freed_memory();
+      released_bytes = 0;
+    }
   }
   // Lifetimes: a buffer lives from the step writing it to the last step reading it (through
   // any view aliasing it).
@@ -172,6 +199,33 @@ Status CompiledPlan::assign_slots(const CompileOptions& options) {
     output_slots_.push_back(slot_of[out]);
   }
   return Status::ok();
+}
+
+void CompiledPlan::release_packed_constants(Graph& graph) {
+  std::unordered_set<const Tensor*> slotted, read;
+  for (const Step& step : steps_) {
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int s = step.inputs[i];
+      if (s < 0 || slots_[s].kind != SlotKind::kConstant) continue;
+      slotted.insert(slots_[s].constant);
+      if (step.kernel->reads_input(i)) read.insert(slots_[s].constant);
+    }
+  }
+  for (int s : output_slots_) {
+    if (slots_[s].kind == SlotKind::kConstant) read.insert(slots_[s].constant);
+  }
+  const auto packed_away = [&](const Tensor* t) { return slotted.count(t) > 0 && read.count(t) == 0; };
+  for (Step& step : steps_) {
+    for (int& s : step.inputs) {
+      if (s >= 0 && slots_[s].kind == SlotKind::kConstant && packed_away(slots_[s].constant)) s = -1;
+    }
+  }
+  for (Value* v : graph.values()) {
+    if (v->is_constant() && packed_away(v->constant())) graph.release_constant_data(v);
+  }
+  for (Slot& slot : slots_) {
+    if (slot.kind == SlotKind::kConstant && packed_away(slot.constant)) slot.constant = nullptr;
+  }
 }
 
 int64_t CompiledPlan::slot_bytes(const Slot& slot) const {
@@ -351,7 +405,7 @@ std::unique_ptr<CompiledPlan::Arena> CompiledPlan::acquire_arena() const {
     if (slot.kind == SlotKind::kArena) {
       arena->slot_tensors[i] =
           Tensor::wrap(slot.dtype, slot.dims, base + memory_.offsets[slot.index] + slot.byte_offset, nullptr);
-    } else if (slot.kind == SlotKind::kConstant) {
+    } else if (slot.kind == SlotKind::kConstant && slot.constant != nullptr) {
       arena->slot_tensors[i] = slot.constant->dims() == slot.dims
                                    ? *slot.constant
                                    : slot.constant->reshaped(slot.dims).value();

@@ -51,8 +51,9 @@ struct StepTiming {
 class CompiledPlan {
  public:
   // Fails with the value named when a shape is not static, or when a kernel cannot be created.
-  static Result<std::unique_ptr<CompiledPlan>> compile(std::shared_ptr<const Graph> graph,
-                                                        const CompileOptions& options);
+  // The plan keeps the graph, less the data of constants only kernels that packed them read
+  // (Kernel::reads_input): a weight is held once, packed, not also as the graph's copy.
+  static Result<std::unique_ptr<CompiledPlan>> compile(Graph graph, const CompileOptions& options);
   ~CompiledPlan();
 
   // Inputs must already match the graph's static signature (Session checks). Safe to call from
@@ -103,7 +104,7 @@ class CompiledPlan {
   struct Arena;  // one arena and the tensors viewing it; one per concurrent run
 
   CompiledPlan() = default;
-  Status assign_slots(const CompileOptions& options);
+  Status assign_slots(Graph& graph, const CompileOptions& options);  // `graph`: graph_, mutable
   // Returns which steps need no kernel any more: Concats whose inputs now write into the
   // output's buffer, Splits whose outputs are read from the input's.
   std::vector<bool> plan_concat_and_split_in_place();
@@ -114,6 +115,8 @@ class CompiledPlan {
   // Makes `buffers` consecutive slabs of `whole`'s storage (extending its lifetime to theirs).
   void make_slabs(const std::vector<int>& buffers, const Slot& whole);
   void plan_in_place(const std::vector<bool>& dropped);
+  // Steps get nullptr for the constants no kernel reads when run, and `graph` drops their data.
+  void release_packed_constants(Graph& graph);
   int64_t slot_bytes(const Slot& slot) const;
   Result<TensorMap> run_steps(const TensorMap& inputs, std::vector<StepTiming>* timings,
                               const RunLimits& limits) const;

@@ -144,7 +144,7 @@ TEST_P(OnnxRoundTrip, LoadsBackAndRunsIdentically) {
   auto bytes = export_onnx(analysis->after);
   ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
 
-  auto plan = CompiledPlan::compile(std::make_shared<const Graph>(analysis->after.clone()), {});
+  auto plan = CompiledPlan::compile(analysis->after.clone(), {});
   ASSERT_TRUE(plan.is_ok()) << plan.status().message();
   const TensorMap in_memory = (*plan)->run(inputs).value();
 

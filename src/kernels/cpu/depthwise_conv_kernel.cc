@@ -275,6 +275,8 @@ class DepthwiseConvKernel final : public Kernel {
   }
 
   std::string_view name() const override { return "cpu.dwconv"; }
+  // The weights and bias are packed at creation.
+  bool reads_input(size_t i) const override { return i == 0 || (i == 3 && p_.operands.residual); }
   std::string implementation() const override {
     return str_cat(highway_dispatch_target(), " ", p_.kh, "x", p_.kw, " stride ", p_.stride);
   }

@@ -251,6 +251,8 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
   }
 
   std::string_view name() const override { return "cpu.conv"; }
+  // The weights and bias are packed at creation.
+  bool reads_input(size_t i) const override { return i == 0 || (i == 3 && p_.operands.residual); }
   std::string implementation() const override {
     return str_cat(highway_dispatch_target(), " ", mr_, "x", blocks_ * p_.lanes, " ", split_.run_groups * p_.lanes,
                    " channels per run", padded_ ? ", padded copy" : "");

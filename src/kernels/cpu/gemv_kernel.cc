@@ -203,6 +203,10 @@ class GemvKernel final : public Kernel {
   }
 
   std::string_view name() const override { return "cpu.gemv"; }
+  bool reads_input(size_t i) const override {
+    return i == 0 || (plan_.bias_input >= 0 && i == static_cast<size_t>(plan_.bias_input) && bias_.empty()) ||
+           (i == 3 && plan_.has_residual());
+  }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     const int64_t k = plan_.k, n = plan_.n;

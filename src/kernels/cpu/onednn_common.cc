@@ -319,4 +319,10 @@ Status OneDnnKernel::run(std::span<const Tensor* const> inputs,
   return Status::ok();
 }
 
+bool OneDnnKernel::reads_input(size_t input) const {
+  const auto is = [&](int i) { return i >= 0 && static_cast<size_t>(i) == input; };
+  return is(plan_.accumulate_input) || (plan_.weight_scale && is(plan_.weight_scale->input)) ||
+         std::any_of(plan_.bindings.begin(), plan_.bindings.end(), [&](const Binding& b) { return is(b.input); });
+}
+
 }  // namespace opfuse::onednn

@@ -115,6 +115,8 @@ class OneDnnKernel final : public Kernel {
              std::span<Tensor* const> outputs) const override;
   std::string_view name() const override { return name_; }
   int in_place_input() const override { return plan_.accumulate_input; }
+  // Only the inputs bound at run time; constant bindings hold oneDNN's own packed copy.
+  bool reads_input(size_t input) const override;
   std::string implementation() const override { return impl_; }
   // The primitive's implementation ("brgconv:avx512_core"), for tests and profiles.
   std::string impl_info() const;

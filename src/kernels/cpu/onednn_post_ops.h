@@ -60,6 +60,9 @@ class HostEpilogueKernel final : public Kernel {
   // "jit:avx2, then relu": the library's kernel, then the post-ops our pass applies.
   std::string implementation() const override { return anchor_->implementation() + ", then " + rest_names_; }
   int in_place_input() const override { return anchor_->in_place_input(); }
+  bool reads_input(size_t input) const override {
+    return anchor_->reads_input(input) || (input == 3 && rest_.reads_residual);
+  }
 
  private:
   std::unique_ptr<Kernel> anchor_;

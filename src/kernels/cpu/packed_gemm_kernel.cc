@@ -254,6 +254,8 @@ class PackedGemmKernel final : public Kernel {
   }
 
   std::string_view name() const override { return "cpu.gemm"; }
+  // B is packed and a bias expanded at creation (create() declines a computed bias).
+  bool reads_input(size_t i) const override { return i == 0 || (i == 3 && has_residual_); }
   std::string implementation() const override {
     return str_cat(highway_dispatch_target(), " ", mr_, "x", nr_, " kc ", kc_, blocked_ ? " blocked" : "");
   }

@@ -367,6 +367,8 @@ class WinogradConvKernel final : public Kernel {
   }
 
   std::string_view name() const override { return "cpu.winograd"; }
+  // The weights and bias are packed at creation.
+  bool reads_input(size_t i) const override { return i == 0 || (i == 3 && p_.operands.residual); }
   std::string implementation() const override {
     return str_cat(p_.stride == 1 ? "F(2x2,3x3) " : "F(2x2,3x3) stride 2 ", highway_dispatch_target(), ", ",
                    chunk_rows_ * row_tiles_, " tiles per chunk",
