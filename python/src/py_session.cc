@@ -206,7 +206,8 @@ std::string PySession::report_json(const Dims& dims) const {
   check_dims(dims);
   const SessionOptions& options = session_->options();
   py::gil_scoped_release release;
-  FusionAnalysis analysis = value_or_throw(analyze_fusion(session_->graph(), options.level, options.pipeline, dims));
+  const Graph model = value_or_throw(session_->model());
+  FusionAnalysis analysis = value_or_throw(analyze_fusion(model, options.level, options.pipeline, dims));
   return fusion_report_json(make_fusion_report(analysis));
 }
 
@@ -267,7 +268,7 @@ py::dict PySession::validate(const py::object& inputs, const std::optional<std::
   if (level) options.level = value_or_throw(parse_opt_level(*level));
   SessionOptions eager_options = options;
   eager_options.mode = ExecutionMode::kEager;
-  const Graph& model = session_->graph();
+  const Graph model = value_or_throw(session_->model());
   Tolerance tol{rtol.value_or(0), atol};
   double sensitivity = -1;  // not measured: the caller gave rtol
   std::shared_ptr<const Session> eager;
@@ -332,9 +333,10 @@ py::dict PySession::save_optimized(const std::string& path, bool force, bool sta
   std::string bytes;
   {
     py::gil_scoped_release release;
-    analysis = standard_only ? value_or_throw(analyze_fusion_standard_only(session_->graph(), options.level,
+    const Graph model = value_or_throw(session_->model());
+    analysis = standard_only ? value_or_throw(analyze_fusion_standard_only(model, options.level,
                                                                            options.pipeline, dims, disabled))
-                             : value_or_throw(analyze_fusion(session_->graph(), options.level, options.pipeline, dims));
+                             : value_or_throw(analyze_fusion(model, options.level, options.pipeline, dims));
     OnnxExportOptions export_options;
     export_options.standard_only = standard_only;
     export_options.target = std::string(isa_tier_name(active_target().isa));

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,32 +26,56 @@ Result<std::string> read_file(const std::string& path, std::string_view what) {
   return buf.str();
 }
 
-Result<MappedFile> MappedFile::open(const std::string& path, std::string_view what) {
-  auto failed = [&](const char* step) {
-    return Status::user_error(str_cat("cannot read ", what, " '", path, "': ", step, ": ", std::strerror(errno)));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return failed("open");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const Status s = failed("stat");
-    ::close(fd);
-    return s;
-  }
-  MappedFile file;
-  file.size_ = static_cast<size_t>(st.st_size);
-  if (file.size_ > 0) {
-    void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      const Status s = failed("mmap");
-      ::close(fd);
-      return s;
-    }
-    file.data_ = data;
-    ::madvise(data, file.size_, MADV_SEQUENTIAL);  // read once, front to back
-  }
-  ::close(fd);  // the mapping keeps the file
+Result<OpenFile> OpenFile::open(const std::string& path, std::string_view what) {
+  OpenFile file;
+  file.path_ = path;
+  file.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd_ < 0) return Status::user_error(str_cat("cannot read ", what, " '", path, "': open: ", std::strerror(errno)));
   return file;
+}
+
+OpenFile::OpenFile(OpenFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+OpenFile& OpenFile::operator=(OpenFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+OpenFile::~OpenFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<MappedFile> MappedFile::open(const std::string& path, std::string_view what) {
+  OPFUSE_ASSIGN_OR_RETURN(OpenFile file, OpenFile::open(path, what));
+  return map(file, what);  // the mapping keeps the file once the descriptor closes
+}
+
+Result<MappedFile> MappedFile::map(const OpenFile& file, std::string_view what) {
+  auto failed = [&](const char* step) {
+    return Status::user_error(str_cat("cannot read ", what, " '", file.path(), "': ", step, ": ", std::strerror(errno)));
+  };
+  struct stat st {};
+  if (::fstat(file.fd(), &st) != 0) return failed("stat");
+  MappedFile mapped;
+  mapped.size_ = static_cast<size_t>(st.st_size);
+  if (mapped.size_ > 0) {
+    void* data = ::mmap(nullptr, mapped.size_, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    if (data == MAP_FAILED) return failed("mmap");
+    mapped.data_ = data;
+    ::madvise(data, mapped.size_, MADV_SEQUENTIAL);  // read once, front to back
+  }
+  return mapped;
+}
+
+void MappedFile::drop_pages_before(size_t end) const {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t bytes = std::min(end, size_) / page * page;
+  if (bytes > 0) ::madvise(data_, bytes, MADV_DONTNEED);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

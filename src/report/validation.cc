@@ -159,7 +159,7 @@ Result<double> rounding_sensitivity(const Session& eager, const TensorMap& input
     return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization" ||
            ((op == "QuantizeLinear" || op == "DequantizeLinear") && use.input_index == 1);
   };
-  Graph graph = eager.graph().clone();
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, eager.model());
   for (Value* v : graph.values()) {
     if (!v->is_constant() || v->dtype != DType::kF32) continue;
     const auto& uses = v->uses();

@@ -2,7 +2,9 @@
 
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
+#include "core/digest.h"
 #include "ir/verifier.h"
 #include "kernels/target_caps.h"
 #include "ops/infer_shapes.h"
@@ -50,6 +52,26 @@ struct Session::PlanCache {
   }
 };
 
+// The model's weights the session gave to its compiles, and the file to read them again from.
+// Shared by copies of the session, as the graph is.
+struct Session::Weights {
+  std::mutex mutex;
+  std::shared_ptr<const ConstantSource> source;  // null: the session keeps every weight
+  // The digest of each weight given away, as loaded: what the file must still hold.
+  std::unordered_map<const Value*, uint64_t> digests;
+  std::vector<Value*> released;  // given away, and not held by a plan's graph since
+};
+
+namespace {
+
+uint64_t digest_of(const Tensor& t) {
+  Fnv1a fnv;
+  fnv.add(t.raw_data(), t.nbytes());
+  return fnv.h;
+}
+
+}  // namespace
+
 std::string_view execution_mode_name(ExecutionMode mode) {
   return mode == ExecutionMode::kEager ? "eager" : "graph";
 }
@@ -87,7 +109,9 @@ Result<Session> Session::create(Graph graph, SessionOptions options) {
     session.outputs_.push_back({v->name(), v->dtype, v->shape});
   }
   session.specialized_ = inputs_deciding_ifs(graph);
-  session.graph_ = std::make_shared<const Graph>(std::move(graph));
+  session.weights_ = std::make_shared<Weights>();
+  session.weights_->source = graph.constant_source;
+  session.graph_ = std::make_shared<Graph>(std::move(graph));
   session.plans_ = std::make_shared<PlanCache>();
   // A model with static inputs is compiled now, so errors and compile time surface here (unless
   // its plans depend on input values).
@@ -155,14 +179,85 @@ class SessionBodyCompiler final : public SubgraphCompiler {
 
 }  // namespace
 
+Status Session::read_released_weights(Graph& graph) const {
+  if (weights_->released.empty()) return Status::ok();
+  const std::string source = weights_->source->describe();
+  Result<Graph> reloaded = weights_->source->reload();
+  if (!reloaded.is_ok()) {
+    return Status::user_error(str_cat("cannot read the model's weights again from ", source, ": ",
+                                      reloaded.status().message()));
+  }
+  for (const Value* v : weights_->released) {
+    const Value* again = reloaded->find_value(v->name());
+    const Tensor* t = again != nullptr ? again->constant() : nullptr;
+    if (t == nullptr || t->dtype() != v->dtype || t->dims() != v->constant()->dims() ||
+        digest_of(*t) != weights_->digests.at(v)) {
+      return Status::user_error(str_cat("the weights '", v->name(), "' in ", source,
+                                        " changed since the session loaded them; create the session again"));
+    }
+  }
+  for (const Value* v : weights_->released) {
+    graph.set_constant(graph.find_value(v->name()), *reloaded->find_value(v->name())->constant());
+  }
+  return Status::ok();
+}
+
+Result<Graph> Session::model() const {
+  std::lock_guard lock(weights_->mutex);
+  Graph copy = graph_->clone();
+  OPFUSE_TRY(read_released_weights(copy));
+  return copy;
+}
+
+Result<Graph> Session::graph_for_compile(const std::vector<Shape>& input_shapes) const {
+  std::lock_guard lock(weights_->mutex);
+  OPFUSE_TRY(read_released_weights(*graph_));
+  weights_->released.clear();
+  // The compile gets the only copy of the weights the session alone holds: each is freed as soon
+  // as the passes replace it or the kernels reading it have packed it (CompiledPlan::compile),
+  // not kept beside the packed copies. Weights a plan or the caller holds stay: giving them away
+  // would free nothing.
+  std::vector<Value*> given;
+  if (weights_->source != nullptr) {
+    for (Value* v : graph_->values()) {
+      const Tensor* t = v->constant();
+      if (t == nullptr || t->nbytes() == 0 || !t->sole_owner()) continue;
+      given.push_back(v);
+      if (!weights_->digests.count(v)) weights_->digests[v] = digest_of(*t);
+    }
+  }
+  OPFUSE_ASSIGN_OR_RETURN(Graph bound, bind_input_shapes(*graph_, input_shapes));
+  for (Value* v : given) graph_->release_constant_data(v);
+  weights_->released = std::move(given);
+  return bound;
+}
+
+void Session::keep_weights_the_plan_holds(const Graph& plan_graph) const {
+  std::lock_guard lock(weights_->mutex);
+  std::vector<Value*> released;
+  for (Value* v : weights_->released) {
+    // The plan's graph still has this weight as loaded (a kernel reads it when run): share it.
+    const Value* kept = plan_graph.find_value(v->name());
+    const Tensor* t = kept != nullptr ? kept->constant() : nullptr;
+    if (t != nullptr && t->raw_data() != nullptr && t->dtype() == v->dtype && t->dims() == v->constant()->dims() &&
+        digest_of(*t) == weights_->digests.at(v)) {
+      graph_->set_constant(v, *t);
+    } else {
+      released.push_back(v);
+    }
+  }
+  weights_->released = std::move(released);
+}
+
 Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
                                                                  bool inputs_finite, const TensorMap& values) const {
-  OPFUSE_ASSIGN_OR_RETURN(Graph graph, bind_input_shapes(*graph_, input_shapes));
+  OPFUSE_ASSIGN_OR_RETURN(Graph graph, graph_for_compile(input_shapes));
   PassContext context;
   bind_input_values(graph, values, context);
   PipelineOptions pipeline = options_.pipeline;
   supply_layout_timer(pipeline);  // per compile: a measuring timer is not shared between threads
   OPFUSE_TRY(run_pipeline(graph, options_.level, pipeline, context));
+  if (weights_->source != nullptr) return_freed_memory();  // the weights the passes replaced
   OPFUSE_TRY(verify_graph(graph));
   CompileOptions compile;
   compile.threads = options_.threads;
@@ -175,8 +270,12 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   compile.list_alternatives = options_.list_kernel_alternatives;
   const SessionBodyCompiler bodies(options_);
   compile.subgraphs = &bodies;
-  OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::make_shared<const Graph>(std::move(graph)), compile));
+  OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::move(graph), compile));
   plan->set_pass_decisions(std::move(context.decisions));
+  if (weights_->source != nullptr) {
+    keep_weights_the_plan_holds(plan->graph());
+    return_freed_memory();
+  }
   return std::shared_ptr<const CompiledPlan>(std::move(plan));
 }
 

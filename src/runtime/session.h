@@ -61,7 +61,15 @@ class Session {
 
   const std::vector<TensorSignature>& inputs() const { return inputs_; }
   const std::vector<TensorSignature>& outputs() const { return outputs_; }
+  // The model. When it was loaded from a file, graph mode hands its weights to the compile: the
+  // graph keeps those a plan's kernels read when run (shared with the plan) and drops the data
+  // of the others (Graph::release_constant_data), which are packed or folded in the plans, so
+  // a weight is held once. Another compile reads them again from the file. Weights the caller
+  // holds too (in a clone of the graph) are kept.
   const Graph& graph() const { return *graph_; }
+  // A copy of the model with all its weights, those released read again from the file: a user
+  // error when that fails or the file no longer holds them.
+  Result<Graph> model() const;
 
   // Checks every input against the signature (names, dtypes, ranks, known dims, and symbolic
   // dims bound consistently across inputs) and runs the model. Safe to call concurrently.
@@ -87,7 +95,18 @@ class Session {
   Result<std::shared_ptr<const CompiledPlan>> compile_for(const std::vector<Shape>& input_shapes,
                                                           bool inputs_finite, const TensorMap& values = {}) const;
 
-  std::shared_ptr<const Graph> graph_;
+  struct Weights;
+  // Reads the released weights into `graph` (graph_ or a clone of it), checking each against
+  // its digest. Under weights_->mutex.
+  Status read_released_weights(Graph& graph) const;
+  // The bound graph a compile starts from, the released weights read again first.
+  Result<Graph> graph_for_compile(const std::vector<Shape>& input_shapes) const;
+  // Takes back the weights a new plan's graph still holds unchanged (read by its kernels when
+  // run), sharing them; the others stay released.
+  void keep_weights_the_plan_holds(const Graph& plan_graph) const;
+
+  std::shared_ptr<Graph> graph_;
+  std::shared_ptr<Weights> weights_;
   SessionOptions options_;
   std::vector<TensorSignature> inputs_;
   std::vector<TensorSignature> outputs_;
