@@ -1,6 +1,6 @@
 #include "core/tensor.h"
 
-#include <malloc.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cmath>
@@ -13,6 +13,9 @@ namespace {
 
 std::atomic<size_t> g_max_allocation_bytes{size_t{16} << 30};
 constexpr size_t kAlignment = 64;
+// See ScopedMappedTensors.
+constexpr size_t kMappedBytes = size_t{1} << 20;
+thread_local int t_mapped_scopes = 0;
 
 
 }  // namespace
@@ -20,12 +23,15 @@ constexpr size_t kAlignment = 64;
 void set_max_allocation_bytes(size_t bytes) { g_max_allocation_bytes = bytes; }
 size_t max_allocation_bytes() { return g_max_allocation_bytes; }
 
-void return_freed_memory() { ::malloc_trim(0); }
+ScopedMappedTensors::ScopedMappedTensors() { ++t_mapped_scopes; }
+ScopedMappedTensors::~ScopedMappedTensors() { --t_mapped_scopes; }
+
 
 Result<Tensor> Tensor::zeros(DType dtype, std::vector<int64_t> dims, const std::string& what) {
   OPFUSE_ASSIGN_OR_RETURN(Tensor t, uninitialized(dtype, std::move(dims), what));
   const size_t bytes = std::max<size_t>(t.nbytes(), 1);
-  std::memset(t.data_, 0, (bytes + kAlignment - 1) / kAlignment * kAlignment);  // as allocated
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;  // as allocated
+  if (rounded < kMappedBytes || t_mapped_scopes == 0) std::memset(t.data_, 0, rounded);  // a fresh mapping is zero
   return t;
 }
 
@@ -43,8 +49,10 @@ Result<Tensor> Tensor::uninitialized(DType dtype, std::vector<int64_t> dims, con
   }
   const size_t bytes = std::max<size_t>(static_cast<size_t>(numel) * elem, 1);
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* memory = std::aligned_alloc(kAlignment, rounded);
-  if (memory == nullptr) {
+  const bool mapped = rounded >= kMappedBytes && t_mapped_scopes > 0;
+  void* memory = mapped ? ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                        : std::aligned_alloc(kAlignment, rounded);
+  if (memory == nullptr || memory == MAP_FAILED) {
     return Status::user_error(str_cat(what, ": out of memory allocating ", rounded, " bytes"));
   }
   Tensor t;
@@ -52,7 +60,11 @@ Result<Tensor> Tensor::uninitialized(DType dtype, std::vector<int64_t> dims, con
   t.dims_ = std::move(dims);
   t.numel_ = numel;
   t.data_ = memory;
-  t.storage_ = std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+  if (mapped) {
+    t.storage_ = std::shared_ptr<void>(memory, [rounded](void* p) { ::munmap(p, rounded); });
+  } else {
+    t.storage_ = std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+  }
   return t;
 }
 

@@ -98,11 +98,19 @@ class Tensor {
 void set_max_allocation_bytes(size_t bytes);
 size_t max_allocation_bytes();
 
-// Gives the pages of freed tensors back to the OS. glibc keeps freed heap memory resident, and
-// serves tensors of up to 32 MiB from its heap once a large buffer was freed: a compile freeing
-// each weight as its kernel packs it would otherwise keep them all resident (BERT-base: a peak
-// 200 MB above the memory it held). Costs about a millisecond.
-void return_freed_memory();
+// While one lives, tensors of 1 MiB and more that this thread allocates are mapped from the OS
+// and unmapped when freed: for weights, which a compile frees as its kernels pack them. glibc's
+// malloc serves blocks of up to 32 MiB from its heap once a large one was freed, and keeps freed
+// heap blocks resident (BERT-base's compile peaked 200 MB above what it kept; malloc_trim after
+// it cost mobilenet_v2's runs 10-30%, later allocations faulting the trimmed pages in). Not for
+// tensors allocated per run: eager ResNet-50 took 1.7x as long with its intermediates mapped.
+class ScopedMappedTensors {
+ public:
+  ScopedMappedTensors();
+  ~ScopedMappedTensors();
+  ScopedMappedTensors(const ScopedMappedTensors&) = delete;
+  ScopedMappedTensors& operator=(const ScopedMappedTensors&) = delete;
+};
 
 template <typename T>
 Tensor Tensor::from_vector(std::vector<int64_t> dims, const std::vector<T>& values) {

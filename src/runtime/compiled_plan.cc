@@ -65,7 +65,6 @@ Status CompiledPlan::assign_slots(Graph& graph, const CompileOptions& options) {
   // compile (release_packed_constants then drops the rest). One a view aliases is kept.
   std::unordered_map<const Value*, int> uses_left;
   std::unordered_set<const Value*> kept;
-  size_t released_bytes = 0;  // since the freed memory last went back to the OS
   auto static_dims_of = [](const Value* v) -> Result<std::vector<int64_t>> {
     if (v->shape) {
       if (auto dims = static_dims(*v->shape)) return *dims;
@@ -170,16 +169,9 @@ Status CompiledPlan::assign_slots(Graph& graph, const CompileOptions& options) {
       Value* in = node->input(i);
       if (in == nullptr || !in->is_constant()) continue;
       if (kernel->reads_input(i) || in->is_graph_output()) kept.insert(in);
-      if (--uses_left[in] == 0 && kept.count(in) == 0) {
-        released_bytes += in->constant()->nbytes();
-        graph.release_constant_data(in);
-      }
+      if (--uses_left[in] == 0 && kept.count(in) == 0) graph.release_constant_data(in);
     }
     steps_.push_back(Step{node, std::move(kernel), std::move(inputs), std::move(outputs), tuned, std::move(alternatives)});
-    if (released_bytes >= (size_t{32} << 20)) {
-      return_freed_memory();
-      released_bytes = 0;
-    }
   }
   // Lifetimes: a buffer lives from the step writing it to the last step reading it (through
   // any view aliasing it).

@@ -251,13 +251,13 @@ void Session::keep_weights_the_plan_holds(const Graph& plan_graph) const {
 
 Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
                                                                  bool inputs_finite, const TensorMap& values) const {
+  const ScopedMappedTensors mapped;  // the weights this compile folds, and frees once packed
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, graph_for_compile(input_shapes));
   PassContext context;
   bind_input_values(graph, values, context);
   PipelineOptions pipeline = options_.pipeline;
   supply_layout_timer(pipeline);  // per compile: a measuring timer is not shared between threads
   OPFUSE_TRY(run_pipeline(graph, options_.level, pipeline, context));
-  if (weights_->source != nullptr) return_freed_memory();  // the weights the passes replaced
   OPFUSE_TRY(verify_graph(graph));
   CompileOptions compile;
   compile.threads = options_.threads;
@@ -272,10 +272,7 @@ Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vect
   compile.subgraphs = &bodies;
   OPFUSE_ASSIGN_OR_RETURN(auto plan, CompiledPlan::compile(std::move(graph), compile));
   plan->set_pass_decisions(std::move(context.decisions));
-  if (weights_->source != nullptr) {
-    keep_weights_the_plan_holds(plan->graph());
-    return_freed_memory();
-  }
+  if (weights_->source != nullptr) keep_weights_the_plan_holds(plan->graph());
   return std::shared_ptr<const CompiledPlan>(std::move(plan));
 }
 

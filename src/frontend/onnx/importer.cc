@@ -101,6 +101,7 @@ Status check_optimised_target(const onnx::ModelProto& model, const std::string& 
 
 Result<Graph> load(onnx::ModelProto model, const std::string& base_dir, const OnnxLoadOptions& options,
                    const std::string& source) {
+  const ScopedMappedTensors mapped;  // the weights, which a compile may free as it packs them
   OPFUSE_TRY(check_optimised_target(model, source));
   // Model-local functions are composite ops: inline them so the fuser sees their primitives.
   if (Status s = onnx_import::inline_local_functions(model); !s.is_ok()) return s.with_context(source);
