@@ -22,8 +22,8 @@ constexpr uint64_t kMaxModelBytes = static_cast<uint64_t>(INT_MAX);
 
 // A mapped model file for protobuf, a chunk at a time. When the parser asks for the next chunk
 // it has copied what it needed from the earlier ones (weights into the message's strings), so
-// their pages are dropped: the file's bytes and the parsed model are not resident together (a
-// 440 MB BERT-base peaked at twice its weights while loading).
+// their pages are dropped: the file's bytes and the parsed model are not resident together
+// (BERT-base's 340 MB of weights were resident twice while it loaded).
 class DroppingFileStream final : public google::protobuf::io::ZeroCopyInputStream {
  public:
   explicit DroppingFileStream(const MappedFile& file) : file_(file) {}
