@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/shape.h"
@@ -183,6 +184,12 @@ class ConstantSource {
   virtual ~ConstantSource() = default;
   // The graph as the source holds it now; a user error when it cannot be read.
   virtual Result<Graph> reload() const = 0;
+  // The constants read_constants() can read on their own (a model file's initializers and
+  // Constant values, not those the importer made from attributes).
+  virtual std::unordered_set<std::string> constants_read_alone() const = 0;
+  // Those of the named constants the source can read on their own, as it holds them now,
+  // without rebuilding the graph. Names it cannot read so are left out: reload() has them.
+  virtual std::unordered_map<std::string, Tensor> read_constants(const std::vector<std::string>& names) const = 0;
   // For messages: "'model.onnx'".
   virtual std::string describe() const = 0;
 };

@@ -2,7 +2,9 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/digest.h"
 #include "ir/verifier.h"
@@ -57,6 +59,9 @@ struct Session::PlanCache {
 struct Session::Weights {
   std::mutex mutex;
   std::shared_ptr<const ConstantSource> source;  // null: the session keeps every weight
+  // The weights the source reads on their own, the only ones given away: the others (made by
+  // the importer, small) would need the whole model parsed again. Asked at the first compile.
+  std::optional<std::unordered_set<std::string>> readable;
   // The digest of each weight given away, as loaded: what the file must still hold.
   std::unordered_map<const Value*, uint64_t> digests;
   std::vector<Value*> released;  // given away, and not held by a plan's graph since
@@ -181,24 +186,39 @@ class SessionBodyCompiler final : public SubgraphCompiler {
 
 Status Session::read_released_weights(Graph& graph) const {
   if (weights_->released.empty()) return Status::ok();
-  const std::string source = weights_->source->describe();
-  Result<Graph> reloaded = weights_->source->reload();
-  if (!reloaded.is_ok()) {
-    return Status::user_error(str_cat("cannot read the model's weights again from ", source, ": ",
-                                      reloaded.status().message()));
-  }
+  auto as_loaded = [&](const Value* v, const Tensor* t) {
+    return t != nullptr && t->dtype() == v->dtype && t->dims() == v->constant()->dims() &&
+           digest_of(*t) == weights_->digests.at(v);
+  };
+  std::vector<std::string> names;
+  for (const Value* v : weights_->released) names.push_back(v->name());
+  std::unordered_map<std::string, Tensor> read = weights_->source->read_constants(names);
+  // A weight read otherwise than the model held it after loading (the file was rewritten, or
+  // the importer changed the constant) is looked up in the whole model parsed again: only a
+  // difference there is the file's.
+  std::vector<const Value*> rest;
   for (const Value* v : weights_->released) {
-    const Value* again = reloaded->find_value(v->name());
-    const Tensor* t = again != nullptr ? again->constant() : nullptr;
-    if (t == nullptr || t->dtype() != v->dtype || t->dims() != v->constant()->dims() ||
-        digest_of(*t) != weights_->digests.at(v)) {
-      return Status::user_error(str_cat("the weights '", v->name(), "' in ", source,
-                                        " changed since the session loaded them; create the session again"));
+    auto it = read.find(v->name());
+    if (it == read.end() || !as_loaded(v, &it->second)) rest.push_back(v);
+  }
+  if (!rest.empty()) {
+    const std::string source = weights_->source->describe();
+    Result<Graph> reloaded = weights_->source->reload();
+    if (!reloaded.is_ok()) {
+      return Status::user_error(str_cat("cannot read the model's weights again from ", source, ": ",
+                                        reloaded.status().message()));
+    }
+    for (const Value* v : rest) {
+      const Value* again = reloaded->find_value(v->name());
+      const Tensor* t = again != nullptr ? again->constant() : nullptr;
+      if (!as_loaded(v, t)) {
+        return Status::user_error(str_cat("the weights '", v->name(), "' in ", source,
+                                          " changed since the session loaded them; create the session again"));
+      }
+      read.insert_or_assign(v->name(), *t);
     }
   }
-  for (const Value* v : weights_->released) {
-    graph.set_constant(graph.find_value(v->name()), *reloaded->find_value(v->name())->constant());
-  }
+  for (const Value* v : weights_->released) graph.set_constant(graph.find_value(v->name()), read.at(v->name()));
   return Status::ok();
 }
 
@@ -219,9 +239,10 @@ Result<Graph> Session::graph_for_compile(const std::vector<Shape>& input_shapes)
   // would free nothing.
   std::vector<Value*> given;
   if (weights_->source != nullptr) {
+    if (!weights_->readable) weights_->readable = weights_->source->constants_read_alone();
     for (Value* v : graph_->values()) {
       const Tensor* t = v->constant();
-      if (t == nullptr || t->nbytes() == 0 || !t->sole_owner()) continue;
+      if (t == nullptr || t->nbytes() == 0 || !t->sole_owner() || !weights_->readable->count(v->name())) continue;
       given.push_back(v);
       if (!weights_->digests.count(v)) weights_->digests[v] = digest_of(*t);
     }

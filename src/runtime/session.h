@@ -97,7 +97,8 @@ class Session {
 
   struct Weights;
   // Reads the released weights into `graph` (graph_ or a clone of it), checking each against
-  // its digest. Under weights_->mutex.
+  // its digest: each from its own bytes in the file where it can (ConstantSource::
+  // read_constants), the model parsed again for the others. Under weights_->mutex.
   Status read_released_weights(Graph& graph) const;
   // The bound graph a compile starts from, the released weights read again first.
   Result<Graph> graph_for_compile(const std::vector<Shape>& input_shapes) const;

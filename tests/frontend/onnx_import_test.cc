@@ -167,6 +167,34 @@ void expect_user_error(const Status& s, const std::vector<std::string>& parts) {
 
 // ---- file-level errors -----------------------------------------------------------------------
 
+// Initializers of 64 KiB and more are read from the mapped file straight into tensors, the rest
+// of the model parsed without their bytes (importer.cc, kCutRawDataBytes).
+TEST_F(OnnxImportTest, LargeInitializersAreReadFromTheFileAsWritten) {
+  onnx::ModelProto m = base_model();
+  add_input(m, "x", {1, 40000});
+  std::string big(40000 * sizeof(float), '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 131 + 7) % 251);
+  add_raw_initializer(m, "big", onnx::TensorProto::FLOAT, {1, 40000}, big);
+  add_raw_initializer(m, "flags", onnx::TensorProto::BOOL, {70000}, std::string(70000, '\x02'));
+  add_float_initializer(m, "small", {2}, {1, 2});
+  add_node(m, "TestIdentity", {"x"}, {"y"});
+  add_output(m, "y");
+  auto g = load_onnx_file(write_model(m));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const Tensor& loaded = *g->find_value("big")->constant();
+  ASSERT_EQ(loaded.dims(), (std::vector<int64_t>{1, 40000}));
+  EXPECT_EQ(std::memcmp(loaded.raw_data(), big.data(), big.size()), 0);
+  const Tensor& flags = *g->find_value("flags")->constant();
+  EXPECT_EQ(flags.data<bool>()[69999], true);
+  EXPECT_EQ(*reinterpret_cast<const uint8_t*>(flags.raw_data()), 1) << "bools normalised to 0/1";
+  EXPECT_EQ(g->find_value("small")->constant()->data<float>()[1], 2.0f);
+
+  // A size the bytes do not match is named as before.
+  m.mutable_graph()->mutable_initializer(0)->set_dims(1, 40001);
+  expect_user_error(load_onnx_file(write_model(m, "short.onnx")).status(),
+                    {"initializer 'big'", "raw_data holds 160000"});
+}
+
 TEST_F(OnnxImportTest, TruncatedFileIsNotAValidModel) {
   std::string bytes;
   ASSERT_TRUE(identity_model().SerializeToString(&bytes));

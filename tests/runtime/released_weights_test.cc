@@ -6,7 +6,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <limits>
+
+#include <onnx/onnx_pb.h>
 
 #include "core/file_io.h"
 #include "core/random.h"
@@ -14,6 +17,7 @@
 #include "frontend/onnx/importer.h"
 #include "runtime/compare.h"
 #include "runtime/session.h"
+#include "testing/onnx_builders.h"
 
 namespace opfuse {
 namespace {
@@ -52,8 +56,8 @@ class ReleasedWeights : public ::testing::Test {
   void TearDown() override { fs::remove(path_); }
 
   // Writes the model over path_'s own file (the same inode), as an editor saving in place would.
-  void write_model(uint64_t seed) {
-    const std::string bytes = export_onnx(dense_model(seed)).value();
+  void write_model(uint64_t seed) { write_bytes(export_onnx(dense_model(seed)).value()); }
+  void write_bytes(const std::string& bytes) {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
@@ -76,6 +80,59 @@ class ReleasedWeights : public ::testing::Test {
 
 bool has_data(const Graph& g, const std::string& name) { return g.find_value(name)->constant()->raw_data() != nullptr; }
 
+// Counts how a session reads its released weights back.
+class CountingSource final : public ConstantSource {
+ public:
+  explicit CountingSource(std::shared_ptr<const ConstantSource> file) : file_(std::move(file)) {}
+  Result<Graph> reload() const override {
+    ++reloads;
+    return file_->reload();
+  }
+  std::unordered_set<std::string> constants_read_alone() const override { return file_->constants_read_alone(); }
+  std::unordered_map<std::string, Tensor> read_constants(const std::vector<std::string>& names) const override {
+    ++reads;
+    return file_->read_constants(names);
+  }
+  std::string describe() const override { return file_->describe(); }
+
+  mutable std::atomic<int> reloads{0};
+  mutable std::atomic<int> reads{0};
+
+ private:
+  std::shared_ptr<const ConstantSource> file_;
+};
+
+// y = Clip(x W, -0.5, 0.5) at opset 10, x: f32[batch, 32]: W a Constant node (as Paddle exports
+// weights), Clip's bounds attributes, which the importer turns into constants of its own.
+onnx::ModelProto constant_node_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(10);
+  auto* x = m.mutable_graph()->add_input();
+  x->set_name("x");
+  auto* type = x->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(onnx::TensorProto::FLOAT);
+  type->mutable_shape()->add_dim()->set_dim_param("batch");
+  type->mutable_shape()->add_dim()->set_dim_value(32);
+  auto* value = testing_onnx::add_node(m, "Constant", {}, {"W"})->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  const Tensor w = random_tensor({32, 48}, 4);
+  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : w.dims()) value->mutable_t()->add_dims(d);
+  value->mutable_t()->set_raw_data(w.raw_data(), w.nbytes());
+  testing_onnx::add_node(m, "MatMul", {"x", "W"}, {"xw"});
+  auto* clip = testing_onnx::add_node(m, "Clip", {"xw"}, {"y"}, "clip");
+  for (auto [name, bound] : {std::pair{"min", -0.5f}, std::pair{"max", 0.5f}}) {
+    auto* a = clip->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(bound);
+  }
+  m.mutable_graph()->add_output()->set_name("y");
+  return m;
+}
+
 TEST_F(ReleasedWeights, PlansHoldPackedWeightsOnceAndTheSessionReadsThemBack) {
   for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
     const Session s = session(level);
@@ -88,7 +145,9 @@ TEST_F(ReleasedWeights, PlansHoldPackedWeightsOnceAndTheSessionReadsThemBack) {
       ASSERT_TRUE(got.is_ok()) << got.status().message();
       EXPECT_LE(max_relative_difference(*got, want(x, 1)), 1e-5) << opt_level_name(level);
       const bool has_nan = x.dims()[0] == 4 && std::isnan(x.data<float>()[5]);
-      if (has_nan) EXPECT_TRUE(std::isnan(got->at("y").data<float>()[0])) << "row 0 holds the NaN";
+      if (has_nan) {
+        EXPECT_TRUE(std::isnan(got->at("y").data<float>()[0])) << "row 0 holds the NaN";
+      }
       EXPECT_FALSE(has_data(s.graph(), "w")) << opt_level_name(level) << ": the session still holds the weights";
       auto plan = s.plan_for({{"x", x}});
       ASSERT_TRUE(plan.is_ok());
@@ -106,6 +165,40 @@ TEST_F(ReleasedWeights, PlansHoldPackedWeightsOnceAndTheSessionReadsThemBack) {
     ASSERT_TRUE(model.is_ok()) << model.status().message();
     EXPECT_EQ(max_relative_difference(*model->find_value("w")->constant(), *dense_model(1).find_value("w")->constant()), 0.0);
   }
+}
+
+TEST_F(ReleasedWeights, LaterCompilesReadEachWeightAloneNotTheWholeModel) {
+  onnx::ModelProto model = constant_node_model();
+  write_bytes(model.SerializeAsString());
+  Graph graph = load_onnx_file(path_).value();
+  auto counting = std::make_shared<CountingSource>(graph.constant_source);
+  graph.constant_source = counting;
+  SessionOptions options;
+  options.level = OptLevel::kO3;
+  const Session s = Session::create(std::move(graph), options).value();
+  SessionOptions eager_options;
+  eager_options.mode = ExecutionMode::kEager;
+  const Session eager = Session::create(load_onnx_file(path_).value(), eager_options).value();
+  auto run_batch = [&](int64_t batch) {
+    const Tensor x = random_tensor({batch, 32}, 10 + batch);
+    auto got = s.run({{"x", x}});
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_LE(max_relative_difference(*got, eager.run({{"x", x}}).value()), 1e-5) << "batch " << batch;
+  };
+  for (int64_t batch : {1, 4, 3}) run_batch(batch);
+  EXPECT_EQ(s.compile_count(), 3);
+  EXPECT_EQ(counting->reads, 2) << "the second and third compiles read W back";
+  EXPECT_EQ(counting->reloads, 0) << "nothing needed the model parsed again";
+  for (const Value* v : s.graph().values()) {
+    if (!v->is_constant()) continue;
+    // W is packed in the plans; Clip's bounds, made by the importer, cannot be read alone.
+    EXPECT_EQ(has_data(s.graph(), v->name()), v->name() != "W") << v->name();
+  }
+  // The same weights at other offsets (a longer doc string before the graph) are found there.
+  model.set_doc_string(std::string(1000, 'd'));
+  write_bytes(model.SerializeAsString());
+  run_batch(5);
+  EXPECT_EQ(counting->reloads, 0);
 }
 
 TEST_F(ReleasedWeights, TheFileStaysReadableAfterItsPathIsDeleted) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <queue>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,6 +30,8 @@ class GraphBuilder {
   // The top-level graph, `proto_` itself, handed over mutable: each initializer's raw data is
   // freed once read (build_graph's promise).
   void release_initializers_from(onnx::GraphProto* proto) { releasable_ = proto == &proto_ ? proto : nullptr; }
+  // The top-level graph's initializers whose raw data was cut out of `proto_`.
+  void read_cut_raw_data_from(const CutRawData* cut) { cut_ = cut; }
 
   Result<Graph> build(const onnx::ModelProto& model) {
     OPFUSE_ASSIGN_OR_RETURN(model_opsets_, read_opset_imports(model));
@@ -124,9 +128,16 @@ class GraphBuilder {
       if (t.name().empty()) {
         return Status::user_error(str_cat("initializer at index ", i, " has no name"));
       }
+      std::optional<std::string_view> raw_data;
+      const MessageSpan* cut = nullptr;
+      if (cut_ != nullptr) {
+        if (auto it = cut_->bytes.find(t.name()); it != cut_->bytes.end()) cut = &it->second;
+      }
+      if (cut != nullptr) raw_data = cut_->file->bytes().substr(cut->offset, cut->size);
       OPFUSE_ASSIGN_OR_RETURN(
           Tensor data,
-          tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), budget_));
+          tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), budget_, raw_data));
+      if (cut != nullptr) cut_->file->drop_pages_before(cut->offset + cut->size);
       OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
       // The bytes are now the Tensor's: free the proto's copy (release, as clearing a string
       // keeps its capacity).
@@ -412,17 +423,19 @@ class GraphBuilder {
   std::string label_;                               // the node being read, for messages
   std::string original_op_;
   TensorBudget* budget_;  // weight-byte caps from the load options, shared with subgraphs
+  const CutRawData* cut_ = nullptr;
 };
 
 }  // namespace
 
 Result<Graph> build_graph(onnx::ModelProto& model, const std::string& base_dir,
-                          const OnnxLoadOptions& options) {
+                          const OnnxLoadOptions& options, const CutRawData* cut) {
   TensorBudget budget;
   budget.max_tensor_bytes = options.max_tensor_bytes;
   budget.max_total_bytes = options.max_weight_bytes;
   GraphBuilder builder(model.graph(), base_dir, options, &budget);
   builder.release_initializers_from(model.mutable_graph());
+  builder.read_cut_raw_data_from(cut);
   return builder.build(model);
 }
 

@@ -182,7 +182,9 @@ Status TensorBudget::charge(uint64_t bytes, const std::string& what) {
 }
 
 Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
-                                 const std::string& what, TensorBudget* budget) {
+                                 const std::string& what, TensorBudget* budget,
+                                 std::optional<std::string_view> raw_data) {
+  if (!raw_data && proto.has_raw_data()) raw_data = proto.raw_data();
   if (proto.data_type() == TensorProto::STRING) {
     return Status::user_error(
         str_cat(what, " is a string tensor; string tensors are not supported"));
@@ -223,13 +225,11 @@ Result<Tensor> tensor_from_proto(const TensorProto& proto, const std::string& ba
     if (dtype == DType::kBool) copy_raw(t.raw_data(), t);
     return t;
   }
-  if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != nbytes) {
-      return size_error("raw_data", nbytes, proto.raw_data().size(), "bytes");
-    }
+  if (raw_data) {
+    if (raw_data->size() != nbytes) return size_error("raw_data", nbytes, raw_data->size(), "bytes");
     OPFUSE_TRY(charge());
     OPFUSE_ASSIGN_OR_RETURN(Tensor t, Tensor::uninitialized(dtype, dims, what));
-    copy_raw(proto.raw_data().data(), t);
+    copy_raw(raw_data->data(), t);
     return t;
   }
   const int64_t have = typed_field_size(proto, dtype);

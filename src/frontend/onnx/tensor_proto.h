@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/dtype.h"
 #include "core/shape.h"
@@ -34,8 +35,11 @@ struct TensorBudget {
 // against the dims before anything is allocated, so a hostile header cannot trigger a huge
 // allocation. External data is read relative to `base_dir`; an empty base_dir means the model
 // has no directory and external data is refused. `budget`, when given, is charged first.
+// `raw_data`, when given, is the raw_data field the caller cut out of the message (bytes read in
+// place from a mapped file rather than copied into the proto first).
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
-                                 const std::string& what, TensorBudget* budget = nullptr);
+                                 const std::string& what, TensorBudget* budget = nullptr,
+                                 std::optional<std::string_view> raw_data = std::nullopt);
 
 // Reads a serialized TensorProto file (the conformance tests' input_N.pb / output_N.pb).
 Result<Tensor> read_tensor_file(const std::string& path);
