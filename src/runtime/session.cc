@@ -69,11 +69,7 @@ struct Session::Weights {
 
 namespace {
 
-uint64_t digest_of(const Tensor& t) {
-  Fnv1a fnv;
-  fnv.add(t.raw_data(), t.nbytes());
-  return fnv.h;
-}
+uint64_t digest_of(const Tensor& t) { return digest_bytes(t.raw_data(), t.nbytes()); }
 
 }  // namespace
 
