@@ -24,11 +24,11 @@ thread_local int t_mapped_scopes = 0;
 #endif
 
 // A tensor's memory is written whole, so its pages are made present in one call rather than
-// one fault each as they are first written: a fault costs microseconds in a VM (9 us on the
-// Zen 5 KVM guest of docs/benchmarks.md, wave 29), and a compile writes every weight it reads,
-// folds or packs into fresh memory (ResNet-50's compile 15-25% faster). Pages already present
-// (memory the heap reuses) cost a page-table walk. Kernels older than 5.14 refuse the advice,
-// and the pages fault in as before.
+// one fault each as they are first written: a first touch cost 11 us a page on the Zen 5 KVM
+// guest of docs/benchmarks.md (wave 29), 6 us populated first, and a compile writes every
+// weight it reads, folds or packs into fresh memory (ResNet-50's O3 compile 1.59-1.99 ->
+// 1.39-1.64 s). Pages already present (memory the heap reuses) cost a page-table walk. Kernels
+// older than 5.14 refuse the advice, and the pages fault in as before.
 constexpr size_t kPopulatedBytes = size_t{64} << 10;
 void populate(void* memory, size_t bytes) {
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));

@@ -188,6 +188,9 @@ TEST_F(OnnxImportTest, LargeInitializersAreReadFromTheFileAsWritten) {
   EXPECT_EQ(flags.data<bool>()[69999], true);
   EXPECT_EQ(*reinterpret_cast<const uint8_t*>(flags.raw_data()), 1) << "bools normalised to 0/1";
   EXPECT_EQ(g->find_value("small")->constant()->data<float>()[1], 2.0f);
+  auto from_bytes = load(m);  // load_onnx_bytes: the same cut, without a file
+  ASSERT_TRUE(from_bytes.is_ok()) << from_bytes.status().message();
+  EXPECT_EQ(std::memcmp(from_bytes->find_value("big")->constant()->raw_data(), big.data(), big.size()), 0);
 
   // A size the bytes do not match is named as before.
   m.mutable_graph()->mutable_initializer(0)->set_dims(1, 40001);

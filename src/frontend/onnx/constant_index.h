@@ -22,7 +22,7 @@ struct ConstantSpan {
   MessageSpan tensor;  // the serialized TensorProto
   // Its raw_data field when it has exactly one: the field as encoded (tag, length, bytes) and
   // the bytes alone. A reader parses the rest and copies the bytes straight from the file,
-  // without the copy into the message (a page fault per 4 KiB, 9 us each on a KVM guest).
+  // without the copy into the message (a page fault per 4 KiB, 11 us each on a KVM guest).
   struct RawData {
     MessageSpan field;
     MessageSpan bytes;

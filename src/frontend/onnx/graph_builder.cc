@@ -133,11 +133,11 @@ class GraphBuilder {
       if (cut_ != nullptr) {
         if (auto it = cut_->bytes.find(t.name()); it != cut_->bytes.end()) cut = &it->second;
       }
-      if (cut != nullptr) raw_data = cut_->file->bytes().substr(cut->offset, cut->size);
+      if (cut != nullptr) raw_data = cut_->model.substr(cut->offset, cut->size);
       OPFUSE_ASSIGN_OR_RETURN(
           Tensor data,
           tensor_from_proto(t, base_dir_, str_cat("initializer '", t.name(), "'"), budget_, raw_data));
-      if (cut != nullptr) cut_->file->drop_pages_before(cut->offset + cut->size);
+      if (cut != nullptr && cut_->file != nullptr) cut_->file->drop_pages_before(cut->offset + cut->size);
       OPFUSE_TRY(define(t.name(), graph_.add_constant(t.name(), std::move(data))));
       // The bytes are now the Tensor's: free the proto's copy (release, as clearing a string
       // keeps its capacity).

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/file_io.h"
@@ -14,12 +15,13 @@
 
 namespace opfuse::onnx_import {
 
-// Top-level initializers whose raw_data the importer cut out of the file's bytes before protobuf
-// parsed them (constant_index.h): their bytes in the mapped file, copied from there straight
-// into tensors, and the file's pages dropped behind them.
+// Top-level initializers whose raw_data the importer cut out of the model's bytes before
+// protobuf parsed them (constant_index.h): where their bytes are, to be copied from there
+// straight into tensors.
 struct CutRawData {
-  const MappedFile* file = nullptr;
-  std::unordered_map<std::string, MessageSpan> bytes;  // by initializer name
+  std::string_view model;              // the serialized model
+  const MappedFile* file = nullptr;    // its mapping, if it is a file's: pages dropped behind
+  std::unordered_map<std::string, MessageSpan> bytes;  // by initializer name, within `model`
 };
 
 // Errors name the culprit but not the model file; the caller adds that as context. Each

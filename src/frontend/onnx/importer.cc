@@ -13,11 +13,11 @@
 
 #include "core/file_io.h"
 #include "core/target.h"
-#include "frontend/onnx/exporter.h"
 #include "frontend/onnx/constant_if.h"
+#include "frontend/onnx/constant_index.h"
+#include "frontend/onnx/exporter.h"
 #include "frontend/onnx/functions.h"
 #include "frontend/onnx/graph_builder.h"
-#include "frontend/onnx/constant_index.h"
 #include "frontend/onnx/tensor_proto.h"
 
 namespace opfuse {
@@ -106,7 +106,7 @@ Status check_optimised_target(const onnx::ModelProto& model, const std::string& 
 }
 
 Result<Graph> load(onnx::ModelProto model, const std::string& base_dir, const OnnxLoadOptions& options,
-                   const std::string& source, const onnx_import::CutRawData* cut = nullptr) {
+                   const std::string& source, const onnx_import::CutRawData* cut) {
   const ScopedMappedTensors mapped;  // the weights, which a compile may free as it packs them
   OPFUSE_TRY(check_optimised_target(model, source));
   // Model-local functions are composite ops: inline them so the fuser sees their primitives.
@@ -120,17 +120,17 @@ Result<Graph> load(onnx::ModelProto model, const std::string& base_dir, const On
 
 // Initializers of this size and more are read from the mapped file straight into tensors, not
 // copied into protobuf's strings first: that copy faulted in every page of the weights a second
-// time (BERT-base: 87 thousand faults, 0.8 of its 1.8 s load on a KVM guest). Smaller ones are
+// time (`opfuse info` on BERT-base: 90 thousand page faults and 2.75 s; 7.6 thousand and 0.98 s
+// without it, on a KVM guest). Smaller ones are
 // left to protobuf, and with them the one-element tensors rewrites of the parsed model read
 // (constant_if.cc).
 constexpr size_t kCutRawDataBytes = size_t{64} << 10;
 
-// The model in `file`, loaded from the file mapped into memory; the mapping ends on return (the
-// bytes are the graph's then).
-Result<Graph> load_file(const OpenFile& file, const std::string& base_dir, const OnnxLoadOptions& options) {
-  OPFUSE_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::map(file, "model file"));
-  const std::string_view bytes = mapped.bytes();
-  onnx_import::CutRawData cut{&mapped, {}};
+// The model in `bytes` (a mapped file's, `mapped`, or a buffer's), the raw data of its large
+// initializers cut out before protobuf parses it and read from `bytes` by build_graph.
+Result<Graph> load_cut(std::string_view bytes, const MappedFile* mapped, const std::string& base_dir,
+                       const OnnxLoadOptions& options, const std::string& source) {
+  onnx_import::CutRawData cut{bytes, mapped, {}};
   std::vector<onnx_import::MessageSpan> fields;
   for (const auto& [name, span] : onnx_import::index_constants(bytes)) {
     if (span.from_constant_node || !span.raw_data || span.raw_data->bytes.size < kCutRawDataBytes) continue;
@@ -138,16 +138,27 @@ Result<Graph> load_file(const OpenFile& file, const std::string& base_dir, const
     fields.push_back(span.raw_data->field);
   }
   auto parse = [&]() -> Result<onnx::ModelProto> {
-    if (fields.empty()) {
-      DroppingFileStream stream(mapped);
-      return parse_model(stream, bytes.size(), file.path());
+    if (!fields.empty()) {
+      const std::string rest = onnx_import::cut_fields(bytes, std::move(fields));
+      google::protobuf::io::ArrayInputStream stream(rest.data(), static_cast<int>(rest.size()));
+      return parse_model(stream, bytes.size(), source);
     }
-    const std::string rest = onnx_import::cut_fields(bytes, std::move(fields));
-    google::protobuf::io::ArrayInputStream stream(rest.data(), static_cast<int>(rest.size()));
-    return parse_model(stream, bytes.size(), file.path());
+    if (mapped != nullptr) {
+      DroppingFileStream stream(*mapped);
+      return parse_model(stream, bytes.size(), source);
+    }
+    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+    return parse_model(stream, bytes.size(), source);
   };
   OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse());
-  return load(std::move(model), base_dir, options, file.path(), &cut);
+  return load(std::move(model), base_dir, options, source, &cut);
+}
+
+// The model in `file`, loaded from the file mapped into memory; the mapping ends on return (the
+// bytes are the graph's then).
+Result<Graph> load_file(const OpenFile& file, const std::string& base_dir, const OnnxLoadOptions& options) {
+  OPFUSE_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::map(file, "model file"));
+  return load_cut(mapped.bytes(), &mapped, base_dir, options, file.path());
 }
 
 // A loaded model's file, held open: the graph's constants can be read again from the bytes it
@@ -158,9 +169,8 @@ class OnnxFileSource final : public ConstantSource {
   OnnxFileSource(OpenFile file, std::string base_dir, const OnnxLoadOptions& options)
       : file_(std::move(file)), base_dir_(std::move(base_dir)), options_(options) {}
   Result<Graph> reload() const override { return load_file(file_, base_dir_, options_); }
-  // The main graph's initializers and Constant values among `names`, each parsed on its own
-  // from the bytes of its TensorProto instead of parsing and rebuilding the whole model. The
-  // file is indexed afresh each time, so a rewritten file gives what it holds now.
+  // The main graph's initializers and Constant values. The file is indexed afresh for each
+  // call, so a rewritten file gives what it holds now.
   std::unordered_set<std::string> constants_read_alone() const override {
     std::unordered_set<std::string> names;
     Result<MappedFile> mapped = MappedFile::map(file_, "model file");
@@ -168,6 +178,8 @@ class OnnxFileSource final : public ConstantSource {
     for (const auto& [name, span] : onnx_import::index_constants(mapped->bytes())) names.insert(name);
     return names;
   }
+  // Those among `names`, each parsed on its own from the bytes of its TensorProto instead of
+  // parsing and rebuilding the whole model.
   std::unordered_map<std::string, Tensor> read_constants(const std::vector<std::string>& names) const override {
     std::unordered_map<std::string, Tensor> found;
     Result<MappedFile> mapped = MappedFile::map(file_, "model file");
@@ -241,9 +253,7 @@ Result<Graph> load_onnx_file(const std::string& path, const OnnxLoadOptions& opt
 
 Result<Graph> load_onnx_bytes(std::string_view bytes, const std::string& base_dir,
                               const OnnxLoadOptions& options, const std::string& source_name) {
-  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
-  OPFUSE_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(stream, bytes.size(), source_name));
-  return load(std::move(model), base_dir, options, source_name);
+  return load_cut(bytes, nullptr, base_dir, options, source_name);
 }
 
 }  // namespace opfuse
