@@ -514,13 +514,8 @@ TEST_F(OnnxImportTest, ExternalDataEscapingTheModelDirectoryIsRejected) {
 
 TEST_F(OnnxImportTest, SymbolicInputDimsStaySymbolic) {
   onnx::ModelProto m = base_model();
-  auto* in = m.mutable_graph()->add_input();
-  in->set_name("x");
-  auto* t = in->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::INT64);
-  t->mutable_shape()->add_dim()->set_dim_param("batch");
-  t->mutable_shape()->add_dim()->set_dim_value(3);
-  t->mutable_shape()->add_dim();  // neither value nor param: unknown
+  testing_onnx::add_symbolic_value_info(m.mutable_graph()->mutable_input(), "x", {"batch", int64_t{3}, ""},
+                                        onnx::TensorProto::INT64);
   add_node(m, "TestIdentity", {"x"}, {"y"}, "id");
   add_output(m, "y");
   Result<Graph> g = load(m);

@@ -108,12 +108,7 @@ onnx::ModelProto constant_node_model() {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(10);
-  auto* x = m.mutable_graph()->add_input();
-  x->set_name("x");
-  auto* type = x->mutable_type()->mutable_tensor_type();
-  type->set_elem_type(onnx::TensorProto::FLOAT);
-  type->mutable_shape()->add_dim()->set_dim_param("batch");
-  type->mutable_shape()->add_dim()->set_dim_value(32);
+  testing_onnx::add_symbolic_value_info(m.mutable_graph()->mutable_input(), "x", {"batch", int64_t{32}});
   auto* value = testing_onnx::add_node(m, "Constant", {}, {"W"})->add_attribute();
   value->set_name("value");
   value->set_type(onnx::AttributeProto::TENSOR);

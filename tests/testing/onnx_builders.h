@@ -4,20 +4,38 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace opfuse::testing_onnx {
 
-inline void add_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
-                           const std::string& name, const std::vector<int64_t>& dims,
-                           int elem_type = onnx::TensorProto::FLOAT) {
+// A dim of a declared shape: a size, a symbol, or (the empty symbol) neither: unknown.
+using DeclaredDim = std::variant<int64_t, std::string>;
+
+inline void add_symbolic_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                                    const std::string& name, const std::vector<DeclaredDim>& dims,
+                                    int elem_type = onnx::TensorProto::FLOAT) {
   auto* v = list->Add();
   v->set_name(name);
   auto* t = v->mutable_type()->mutable_tensor_type();
   t->set_elem_type(elem_type);
   auto* shape = t->mutable_shape();
-  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  for (const DeclaredDim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (const auto* size = std::get_if<int64_t>(&d)) {
+      dim->set_dim_value(*size);
+    } else if (!std::get<std::string>(d).empty()) {
+      dim->set_dim_param(std::get<std::string>(d));
+    }
+  }
+}
+
+inline void add_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                           const std::string& name, const std::vector<int64_t>& dims,
+                           int elem_type = onnx::TensorProto::FLOAT) {
+  add_symbolic_value_info(list, name, std::vector<DeclaredDim>(dims.begin(), dims.end()), elem_type);
 }
 
 inline onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op, std::vector<std::string> in,
