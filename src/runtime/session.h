@@ -44,6 +44,11 @@ struct SessionOptions {
   // many are kept, the least recently used evicted first; 0 keeps every one. A server taking
   // shapes from its clients sets it, so new shapes cannot grow its memory without bound.
   size_t max_plans = 0;
+  // A model loaded from a file gives its weights to the compile and reads them back for the
+  // next one (Session::graph). When its inputs have symbolic dims (a compile per new shape) and
+  // those weights total at most this many bytes, the session keeps them instead: the read-back
+  // costs more time than the memory is worth. 0: always give them away.
+  size_t keep_weights_bytes = size_t{32} << 20;
 };
 
 // The name, dtype and (possibly symbolic) shape of a model input or output.
@@ -65,7 +70,8 @@ class Session {
   // graph keeps those a plan's kernels read when run (shared with the plan) and drops the data
   // of the others (Graph::release_constant_data), which are packed or folded in the plans, so
   // a weight is held once. Another compile reads them again from the file. Weights the caller
-  // holds too (in a clone of the graph) are kept.
+  // holds too (in a clone of the graph) are kept, and so are the weights of a model compiled
+  // per input shape when they are small (SessionOptions::keep_weights_bytes).
   const Graph& graph() const { return *graph_; }
   // A copy of the model with all its weights, those released read again from the file: a user
   // error when that fails or the file no longer holds them.

@@ -32,9 +32,9 @@ Tensor random_tensor(std::vector<int64_t> dims, uint64_t seed) {
 }
 
 // y = Relu(x W + b) and x + c, with x: f32[batch, 32]; `seed` picks the weights.
-Graph dense_model(uint64_t seed) {
+Graph dense_model(uint64_t seed, Dim batch = Dim::symbol("batch")) {
   Graph g;
-  Value* x = g.add_input("x", DType::kF32, {Dim::symbol("batch"), Dim(32)});
+  Value* x = g.add_input("x", DType::kF32, {batch, Dim(32)});
   Value* w = g.add_constant("w", random_tensor({32, 48}, seed));
   Value* b = g.add_constant("b", random_tensor({48}, seed + 1));
   Value* c = g.add_constant("c", random_tensor({32}, seed + 2));
@@ -56,14 +56,19 @@ class ReleasedWeights : public ::testing::Test {
   void TearDown() override { fs::remove(path_); }
 
   // Writes the model over path_'s own file (the same inode), as an editor saving in place would.
-  void write_model(uint64_t seed) { write_bytes(export_onnx(dense_model(seed)).value()); }
+  void write_model(uint64_t seed, Dim batch = Dim::symbol("batch")) {
+    write_bytes(export_onnx(dense_model(seed, batch)).value());
+  }
   void write_bytes(const std::string& bytes) {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
+  // A session releasing every weight it can: the model's are small, which a session compiling
+  // per input shape would otherwise keep (SessionOptions::keep_weights_bytes).
   Session session(OptLevel level = OptLevel::kO3) const {
     SessionOptions options;
     options.level = level;
+    options.keep_weights_bytes = 0;
     auto graph = load_onnx_file(path_);
     EXPECT_TRUE(graph.is_ok()) << graph.status().message();
     return Session::create(std::move(graph).value(), options).value();
@@ -170,6 +175,7 @@ TEST_F(ReleasedWeights, LaterCompilesReadEachWeightAloneNotTheWholeModel) {
   graph.constant_source = counting;
   SessionOptions options;
   options.level = OptLevel::kO3;
+  options.keep_weights_bytes = 0;
   const Session s = Session::create(std::move(graph), options).value();
   SessionOptions eager_options;
   eager_options.mode = ExecutionMode::kEager;
@@ -194,6 +200,40 @@ TEST_F(ReleasedWeights, LaterCompilesReadEachWeightAloneNotTheWholeModel) {
   write_bytes(model.SerializeAsString());
   run_batch(5);
   EXPECT_EQ(counting->reloads, 0);
+}
+
+TEST_F(ReleasedWeights, SmallWeightsOfAModelCompiledPerShapeAreKept) {
+  // The model's weights: w, b and c, 6464 bytes.
+  for (size_t keep : {size_t{6464}, size_t{6463}}) {
+    Graph graph = load_onnx_file(path_).value();
+    auto counting = std::make_shared<CountingSource>(graph.constant_source);
+    graph.constant_source = counting;
+    SessionOptions options;
+    options.level = OptLevel::kO3;
+    options.keep_weights_bytes = keep;
+    const Session s = Session::create(std::move(graph), options).value();
+    for (int64_t batch : {1, 4, 3}) {
+      const Tensor x = random_tensor({batch, 32}, 20 + batch);
+      auto got = s.run({{"x", x}});
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      EXPECT_LE(max_relative_difference(*got, want(x, 1)), 1e-5) << "batch " << batch;
+    }
+    EXPECT_EQ(s.compile_count(), 3);
+    const bool kept = keep == 6464;
+    EXPECT_EQ(has_data(s.graph(), "w"), kept) << "keep " << keep;
+    EXPECT_EQ(counting->reads, kept ? 0 : 2) << "keep " << keep;
+    EXPECT_EQ(counting->reloads, 0);
+  }
+  // A model of static shapes is compiled once: its weights go to the plan whatever their size.
+  write_model(1, Dim(2));
+  SessionOptions options;
+  options.level = OptLevel::kO3;
+  const Session s = Session::create(load_onnx_file(path_).value(), options).value();
+  const Tensor x = random_tensor({2, 32}, 7);
+  auto got = s.run({{"x", x}});
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  EXPECT_LE(max_relative_difference(*got, want(x, 1)), 1e-5);
+  EXPECT_FALSE(has_data(s.graph(), "w"));
 }
 
 TEST_F(ReleasedWeights, TheFileStaysReadableAfterItsPathIsDeleted) {
