@@ -9,6 +9,7 @@
 
 #include "core/digest.h"
 #include "ir/verifier.h"
+#include "kernels/packed_weight_cache.h"
 #include "kernels/target_caps.h"
 #include "ops/infer_shapes.h"
 #include "passes/fusion_rules.h"
@@ -69,6 +70,11 @@ struct Session::Weights {
   // Whether the session keeps every weight rather than give any away: decided at the first
   // compile (SessionOptions::keep_weights_bytes), so later compiles do not read weights back.
   std::optional<bool> keeps_all;
+  // The packed weights of every plan compiled (kernels/packed_weight_cache.h): later plans share
+  // them rather than pack again. Held for the session's life, so a plan evicted (max_plans)
+  // leaves its packings here for the next compile; they are the model's own weights, each in
+  // the few layouts its kernels ask for, not one copy per plan.
+  PackedWeightCache packed;
 };
 
 namespace {
@@ -287,6 +293,7 @@ void Session::keep_weights_the_plan_holds(const Graph& plan_graph) const {
 Result<std::shared_ptr<const CompiledPlan>> Session::compile_for(const std::vector<Shape>& input_shapes,
                                                                  bool inputs_finite, const TensorMap& values) const {
   const ScopedMappedTensors mapped;  // the weights this compile folds, and frees once packed
+  const ScopedPackedWeightCache packing(&weights_->packed);
   OPFUSE_ASSIGN_OR_RETURN(Graph graph, graph_for_compile(input_shapes));
   PassContext context;
   bind_input_values(graph, values, context);
@@ -336,6 +343,8 @@ Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& i
   std::lock_guard lock(plans_->mutex);
   return plans_->insert(key, std::move(plan), options_.max_plans);
 }
+
+int Session::packed_weights_reused() const { return weights_->packed.reused(); }
 
 int64_t Session::compile_count() const {
   std::lock_guard lock(plans_->mutex);

@@ -93,6 +93,8 @@ class Session {
   // Plans compiled so far (evicted ones included), and plans held now.
   int64_t compile_count() const;
   size_t cached_plan_count() const;
+  // Packed weights a compile took from an earlier one's instead of packing them again.
+  int packed_weights_reused() const;
 
  private:
   struct PlanCache;

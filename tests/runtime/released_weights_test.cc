@@ -236,6 +236,26 @@ TEST_F(ReleasedWeights, SmallWeightsOfAModelCompiledPerShapeAreKept) {
   EXPECT_FALSE(has_data(s.graph(), "w"));
 }
 
+// A session's plans (another batch, NaN inputs) take the weights packed by the first from the
+// session's cache (kernels/packed_weight_cache.h), whether the session read them back or kept them.
+TEST_F(ReleasedWeights, PlansOfOneSessionShareTheirPackedWeights) {
+  for (size_t keep : {size_t{0}, size_t{1} << 20}) {
+    SessionOptions options;
+    options.level = OptLevel::kO1;
+    options.keep_weights_bytes = keep;
+    const Session s = Session::create(load_onnx_file(path_).value(), options).value();
+    Tensor nan_x = random_tensor({4, 32}, 9);
+    nan_x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+    for (const Tensor& x : {random_tensor({4, 32}, 8), nan_x, random_tensor({4, 32}, 10)}) {
+      auto got = s.run({{"x", x}});
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      EXPECT_LE(max_relative_difference(*got, want(x, 1)), 1e-5);
+    }
+    EXPECT_EQ(s.compile_count(), 2);
+    EXPECT_GE(s.packed_weights_reused(), 1) << "keep " << keep << ": the NaN plan packed w again";
+  }
+}
+
 TEST_F(ReleasedWeights, TheFileStaysReadableAfterItsPathIsDeleted) {
   const Session s = session();
   ASSERT_TRUE(s.run({{"x", random_tensor({1, 32}, 7)}}).is_ok());

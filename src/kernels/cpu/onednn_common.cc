@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "kernels/omp_threads.h"
+#include "kernels/packed_weight_cache.h"
 #include "kernels/target_caps.h"
 #include "ops/op_def.h"
 
@@ -86,11 +87,19 @@ dnnl::memory::desc any_desc(const Dims& dims) {
 }
 
 dnnl::memory pack(const dnnl::memory::desc& from, const void* data, const dnnl::memory::desc& to) {
-  dnnl::memory src = wrap(from, data);
-  dnnl::memory dst(to, cpu_engine());  // owns its buffer
-  dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
-  thread_stream().wait();
-  return dst;
+  // The two layouts as they are stored: equal bytes are equal layouts (descriptors that differ
+  // only in unused bytes would just be packed twice).
+  std::string how("onednn.reorder ");
+  how.append(reinterpret_cast<const char*>(&from.data), sizeof(from.data));
+  how.append(reinterpret_cast<const char*>(&to.data), sizeof(to.data));
+  // A dnnl::memory is a counted handle: the copy returned shares the packed buffer.
+  return *packed_once<dnnl::memory>(data, from.get_size(), how, [&] {
+    dnnl::memory src = wrap(from, data);
+    dnnl::memory dst(to, cpu_engine());  // owns its buffer
+    dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
+    thread_stream().wait();
+    return std::make_shared<const dnnl::memory>(dst);
+  });
 }
 
 WeightScale make_weight_scale(const dnnl::memory::desc& user_md, const dnnl::memory::desc& packed_md,

@@ -36,6 +36,7 @@
 #include "kernels/cpu/gemm_blocking.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
+#include "kernels/packed_weight_cache.h"
 #include "kernels/target_caps.h"
 
 namespace opfuse::hwy_cpu {
@@ -296,31 +297,40 @@ class PackedGemmKernel final : public Kernel {
   // K block: block [k0, k0 + kc) of every panel in turn, so a thread's panels of one K block are
   // one sequential stream for the hardware prefetcher.
   const float* panel_block(int64_t p, int64_t k0, int64_t kc) const {
-    return packed_.get() + (k0 * panels_ + p * kc) * nr_;
+    return packed_->get() + (k0 * panels_ + p * kc) * nr_;
   }
-  float* weight_slot(int64_t p, int64_t i) {
+  float* weight_slot(float* packed, int64_t p, int64_t i) const {
     const int64_t k0 = i / kc_ * kc_, kc = std::min(kc_, k_ - k0);
-    return packed_.get() + (k0 * panels_ + p * kc + (i - k0)) * nr_;
+    return packed + (k0 * panels_ + p * kc + (i - k0)) * nr_;
   }
 
+  // The packed panels depend on B's bytes and on these (the session's plans share them:
+  // kernels/packed_weight_cache.h).
   void pack(const ConstantWeightsProduct& p) {
-    const size_t total = static_cast<size_t>(panels_ * k_ * nr_);
-    packed_ = hwy::AllocateAligned<float>(total);
-    std::fill(packed_.get(), packed_.get() + total, 0.0f);
-    for (int64_t panel = 0; panel < panels_; ++panel) {
-      const int64_t col = panel * nr_, width = std::min(nr_, n_ - col);
-      // Read B along its contiguous axis.
-      if (p.trans_b) {
-        for (int64_t j = 0; j < width; ++j) {
-          for (int64_t i = 0; i < k_; ++i) weight_slot(panel, i)[j] = p.alpha * p.weight(i, col + j);
-        }
-      } else {
-        for (int64_t i = 0; i < k_; ++i) {
-          float* dst = weight_slot(panel, i);
-          for (int64_t j = 0; j < width; ++j) dst[j] = p.alpha * p.weight(i, col + j);
+    uint32_t alpha_bits = 0;
+    std::memcpy(&alpha_bits, &p.alpha, sizeof(alpha_bits));
+    const std::string how = str_cat("cpu.gemm k ", k_, " n ", n_, p.trans_b ? " trans_b" : "", " alpha ", alpha_bits,
+                                    " nr ", nr_, " kc ", kc_);
+    packed_ = packed_once<hwy::AlignedFreeUniquePtr<float[]>>(p.b->raw_data(), p.b->nbytes(), how, [&] {
+      const size_t total = static_cast<size_t>(panels_ * k_ * nr_);
+      auto packed = hwy::AllocateAligned<float>(total);
+      std::fill(packed.get(), packed.get() + total, 0.0f);
+      for (int64_t panel = 0; panel < panels_; ++panel) {
+        const int64_t col = panel * nr_, width = std::min(nr_, n_ - col);
+        // Read B along its contiguous axis.
+        if (p.trans_b) {
+          for (int64_t j = 0; j < width; ++j) {
+            for (int64_t i = 0; i < k_; ++i) weight_slot(packed.get(), panel, i)[j] = p.alpha * p.weight(i, col + j);
+          }
+        } else {
+          for (int64_t i = 0; i < k_; ++i) {
+            float* dst = weight_slot(packed.get(), panel, i);
+            for (int64_t j = 0; j < width; ++j) dst[j] = p.alpha * p.weight(i, col + j);
+          }
         }
       }
-    }
+      return std::make_shared<const hwy::AlignedFreeUniquePtr<float[]>>(std::move(packed));
+    });
   }
 
   // Rows [r0, r1) x panels [p0, p1) of Y: one thread's share.
@@ -367,7 +377,7 @@ class PackedGemmKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   bool has_residual_;
   int64_t nr_ = 0, mr_ = 0, panels_ = 0, kc_ = 0, mc_ = 0;
-  hwy::AlignedFreeUniquePtr<float[]> packed_;
+  std::shared_ptr<const hwy::AlignedFreeUniquePtr<float[]>> packed_;
   std::vector<float> bias_;  // the constant bias, padded to whole panels
 };
 
