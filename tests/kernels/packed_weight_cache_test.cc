@@ -5,8 +5,11 @@
 
 #include <random>
 
+#include "kernels/cpu/direct_conv_kernel.h"
+#include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
+#include "kernels/cpu/winograd_conv_kernel.h"
 #include "kernels/onednn_test_util.h"
 #include "kernels/packed_weight_cache.h"
 #include "runtime/compare.h"
@@ -14,6 +17,8 @@
 namespace opfuse {
 namespace {
 
+using onednn_test::blocked_dims;
+using onednn_test::blocked_relative_error;
 using onednn_test::cst;
 using onednn_test::in;
 using onednn_test::make_node;
@@ -88,29 +93,69 @@ TEST(PackedWeightCache, OneDnnPackingsOfEqualWeightsShareTheirBuffer) {
 }
 
 // Two cpu.gemm kernels of one cache with equal weights (other rows of A) share their panels;
-// other weights, or the same weights scaled by Gemm's alpha, are packed anew. Each computes its
-// own product.
+// other weights, or the same weights scaled by Gemm's alpha, are packed anew; cpu.gemv packs
+// its own panels (once too). Each computes its own product.
 TEST(PackedWeightCache, GemmKernelsShareThePanelsOfEqualWeights) {
   std::mt19937 gen(5);
   const Tensor b = random_f32({40, 24}, gen);
   PackedWeightCache cache;
   const ScopedPackedWeightCache scope(&cache);
-  auto check = [&](const std::string& op, std::vector<onednn_test::Arg> args, const Attributes& attrs) {
+  auto check = [&](const KernelImpl& impl, const std::string& op, std::vector<onednn_test::Arg> args,
+                   const Attributes& attrs) {
     auto n = make_node(op, std::move(args), attrs);
     ASSERT_NE(n, nullptr);
-    const KernelImpl impl = op == "Gemm" ? packed_gemm_kernel() : packed_matmul_kernel();
     auto kernel = impl.create(KernelCompileContext{*n->node, n->constants, 1});
     ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
     EXPECT_LE(max_relative_difference(n->run(**kernel), n->run(*make_reference_kernel(*n->node))), 2e-5) << op;
   };
-  check("MatMul", {in(random_f32({5, 40}, gen)), cst(b)}, {});
-  check("MatMul", {in(random_f32({9, 40}, gen)), cst(b.clone())}, {});
+  check(packed_matmul_kernel(), "MatMul", {in(random_f32({5, 40}, gen)), cst(b)}, {});
+  check(packed_matmul_kernel(), "MatMul", {in(random_f32({9, 40}, gen)), cst(b.clone())}, {});
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.reused(), 1);
-  check("MatMul", {in(random_f32({5, 40}, gen)), cst(random_f32({40, 24}, gen))}, {});
-  check("Gemm", {in(random_f32({5, 40}, gen)), cst(b.clone())}, {{"alpha", -0.5f}});
+  check(packed_matmul_kernel(), "MatMul", {in(random_f32({5, 40}, gen)), cst(random_f32({40, 24}, gen))}, {});
+  check(packed_gemm_kernel(), "Gemm", {in(random_f32({5, 40}, gen)), cst(b.clone())}, {{"alpha", -0.5f}});
   EXPECT_EQ(cache.size(), 3u);
   EXPECT_EQ(cache.reused(), 1);
+  check(gemv_matmul_kernel(), "MatMul", {in(random_f32({1, 40}, gen)), cst(b.clone())}, {});
+  check(gemv_matmul_kernel(), "MatMul", {in(random_f32({1, 40}, gen)), cst(b.clone())}, {});
+  EXPECT_EQ(cache.size(), 4u);
+  EXPECT_EQ(cache.reused(), 2);
+}
+
+// cpu.conv and cpu.winograd of one cache, on images of two sizes with equal 3x3 weights, share
+// their packed filters (cpu.winograd's transformed ones, and those of the cpu.conv it falls back
+// to on non-finite inputs); other weights are packed anew.
+TEST(PackedWeightCache, ConvKernelsShareTheFiltersOfEqualWeights) {
+  const int64_t block = active_target().channel_block();
+  std::mt19937 gen(7);
+  const Tensor w = random_f32({2 * block, block, 3, 3}, gen, 0.3f), bias = random_f32({2 * block}, gen);
+  for (const KernelImpl& impl : {direct_conv_kernel(), winograd_conv_kernel()}) {
+    PackedWeightCache cache;
+    const ScopedPackedWeightCache scope(&cache);
+    // Creates the kernel on an image of `size`; false where it declines (a vector is not a block).
+    auto create = [&](int64_t size, const Tensor& weights) {
+      const std::vector<int64_t> y = blocked_dims(1, 2 * block, size, size, block);
+      auto node = make_node("BlockedConv", {in(random_f32(blocked_dims(1, block, size, size, block), gen)), cst(weights), cst(bias)},
+                            {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                             {"block", block}});
+      EXPECT_NE(node, nullptr);
+      if (node == nullptr || !impl.supports(node->context())) return false;
+      auto kernel = impl.create(node->context());
+      EXPECT_TRUE(kernel.is_ok()) << kernel.status().message();
+      if (!kernel.is_ok()) return false;
+      EXPECT_LE(blocked_relative_error(node->run(**kernel), node->run(*make_reference_kernel(*node->node)), y, 2 * block), 1e-5)
+          << (*kernel)->name() << " " << size;
+      return true;
+    };
+    if (!create(12, w)) continue;
+    const size_t packings = cache.size();
+    EXPECT_GE(packings, 1u);
+    ASSERT_TRUE(create(20, w.clone()));
+    EXPECT_EQ(cache.reused(), static_cast<int>(packings)) << "equal weights, another image size";
+    EXPECT_EQ(cache.size(), packings);
+    ASSERT_TRUE(create(12, random_f32(w.dims(), gen)));
+    EXPECT_EQ(cache.size(), 2 * packings) << "other weights";
+  }
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/target_caps.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
@@ -229,21 +230,22 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
     wp_ = p_.w + p_.pl + p_.pr;
     // Weights: panel, input block, tap, lane, the panel's outputs; zero for padded channels.
     const int64_t taps = p_.kh * p_.kw, width = blocks_ * b, panel_floats = groups_ * taps * b * width;
-    packed_ = hwy::AllocateAligned<float>(static_cast<size_t>(panels_ * panel_floats));
-    const float* wsrc = p_.operands.weights->data<float>();
-    float* dst = packed_.get();
-    for (int64_t panel = 0; panel < panels_; ++panel) {
-      for (int64_t g = 0; g < groups_; ++g) {
-        for (int64_t tap = 0; tap < taps; ++tap) {
-          for (int64_t k = 0; k < b; ++k) {
-            for (int64_t j = 0; j < width; ++j, ++dst) {
-              const int64_t oc = panel * width + j, c = g * b + k;
-              *dst = oc < p_.m && c < p_.c ? wsrc[(oc * p_.c + c) * taps + tap] : 0.0f;
+    const std::string how = str_cat("cpu.conv m ", p_.m, " c ", p_.c, " taps ", taps, " lanes ", b, " width ", width);
+    packed_ = pack_floats(*p_.operands.weights, how, static_cast<size_t>(panels_ * panel_floats), [&](float* dst) {
+      const float* wsrc = p_.operands.weights->data<float>();
+      for (int64_t panel = 0; panel < panels_; ++panel) {
+        for (int64_t g = 0; g < groups_; ++g) {
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            for (int64_t k = 0; k < b; ++k) {
+              for (int64_t j = 0; j < width; ++j, ++dst) {
+                const int64_t oc = panel * width + j, c = g * b + k;
+                *dst = oc < p_.m && c < p_.c ? wsrc[(oc * p_.c + c) * taps + tap] : 0.0f;
+              }
             }
           }
         }
       }
-    }
+    });
     bias_.assign(static_cast<size_t>(panels_ * width), 0.0f);
     if (p_.operands.bias != nullptr) std::copy_n(p_.operands.bias->data<float>(), p_.m, bias_.begin());
     // A run's weights: taps x b x panel width floats per input block.
@@ -354,7 +356,7 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
     t.tiles = split_.row_tiles.data();
     t.num_tiles = split_.row_tiles.size() / 2;
     const int64_t group_weights = p_.kh * p_.kw * b * blocks_ * b;
-    const float* panel_weights = packed_.get() + panel * groups_ * group_weights;
+    const float* panel_weights = packed_->get() + panel * groups_ * group_weights;
     float* const y_panel = y + blocks_ * panel * plane * b;
     for (int64_t g0 = 0; g0 < groups_; g0 += split_.run_groups) {
       const int64_t g1 = std::min(groups_, g0 + split_.run_groups);
@@ -389,7 +391,7 @@ class DirectConvKernel final : public Kernel, public DirectConvRows {
   bool padded_ = false;
   bool product_ = p_.kh == 1 && p_.kw == 1;  // a 1x1 conv (split by pixels, statically)
   DirectConvSplit split_;
-  hwy::AlignedFreeUniquePtr<float[]> packed_;
+  PackedFloats packed_;
   std::vector<float> bias_;  // padded to whole panels
 };
 

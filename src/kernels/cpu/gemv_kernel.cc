@@ -26,6 +26,7 @@
 #include "kernels/cpu/gemv_kernel.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/packed_floats.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
 #endif
@@ -233,7 +234,7 @@ class GemvKernel final : public Kernel {
       const int64_t p0 = panels * t / nt, p1 = panels * (t + 1) / nt;
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t col = p * kGemvPanel, width = std::min(kGemvPanel, n - col);
-        HWY_DYNAMIC_DISPATCH(hwy_cpu::GemvPanel)(a, packed_.get() + col * k, k, stored_width(width),
+        HWY_DYNAMIC_DISPATCH(hwy_cpu::GemvPanel)(a, packed_->get() + col * k, k, stored_width(width),
                                                  width, y + col);
       }
       finish(y, bias, residual, p0 * kGemvPanel, std::min(p1 * kGemvPanel, n));
@@ -248,23 +249,25 @@ class GemvKernel final : public Kernel {
   void pack_weights() {
     const int64_t k = plan_.k, n = plan_.n;
     const int64_t last = (n - 1) / kGemvPanel * kGemvPanel;
-    const size_t total = static_cast<size_t>(last * k + stored_width(n - last) * k);
-    packed_ = hwy::AllocateAligned<float>(total);
-    std::fill(packed_.get(), packed_.get() + total, 0.0f);
-    for (int64_t col = 0; col < n; col += kGemvPanel) {
-      const int64_t width = std::min(kGemvPanel, n - col), stride = stored_width(width);
-      float* panel = packed_.get() + col * k;
-      // Read B along its contiguous axis; the panel (<= 64 * K floats) takes the strided writes.
-      if (plan_.trans_b) {
-        for (int64_t j = 0; j < width; ++j) {
-          for (int64_t i = 0; i < k; ++i) panel[i * stride + j] = plan_.alpha * plan_.weight(i, col + j);
-        }
-      } else {
-        for (int64_t i = 0; i < k; ++i) {
-          for (int64_t j = 0; j < width; ++j) panel[i * stride + j] = plan_.alpha * plan_.weight(i, col + j);
+    uint32_t alpha_bits = 0;
+    std::memcpy(&alpha_bits, &plan_.alpha, sizeof(alpha_bits));
+    const std::string how = str_cat("cpu.gemv k ", k, " n ", n, plan_.trans_b ? " trans_b" : "", " alpha ", alpha_bits);
+    packed_ = pack_floats(*plan_.b, how, static_cast<size_t>(last * k + stored_width(n - last) * k), [&](float* packed) {
+      for (int64_t col = 0; col < n; col += kGemvPanel) {
+        const int64_t width = std::min(kGemvPanel, n - col), stride = stored_width(width);
+        float* panel = packed + col * k;
+        // Read B along its contiguous axis; the panel (<= 64 * K floats) takes the strided writes.
+        if (plan_.trans_b) {
+          for (int64_t j = 0; j < width; ++j) {
+            for (int64_t i = 0; i < k; ++i) panel[i * stride + j] = plan_.alpha * plan_.weight(i, col + j);
+          }
+        } else {
+          for (int64_t i = 0; i < k; ++i) {
+            for (int64_t j = 0; j < width; ++j) panel[i * stride + j] = plan_.alpha * plan_.weight(i, col + j);
+          }
         }
       }
-    }
+    });
   }
 
   // Bias, then the post-ops in order, on columns [c0, c1) (this thread's, still in L1).
@@ -279,7 +282,7 @@ class GemvKernel final : public Kernel {
   }
 
   GemvPlan plan_;
-  hwy::AlignedFreeUniquePtr<float[]> packed_;
+  PackedFloats packed_;
   hwy_cpu::VectorEpilogue epilogue_;  // read_fused_tail checked it has a vector form
   std::vector<float> bias_;  // a constant bias, scaled and expanded to N
 };

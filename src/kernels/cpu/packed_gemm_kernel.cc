@@ -35,8 +35,8 @@
 #include "kernels/cpu/constant_weights_product.h"
 #include "kernels/cpu/gemm_blocking.h"
 #include "kernels/cpu/hwy_epilogue.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/cpu/packed_gemm_kernel.h"
-#include "kernels/packed_weight_cache.h"
 #include "kernels/target_caps.h"
 
 namespace opfuse::hwy_cpu {
@@ -311,25 +311,21 @@ class PackedGemmKernel final : public Kernel {
     std::memcpy(&alpha_bits, &p.alpha, sizeof(alpha_bits));
     const std::string how = str_cat("cpu.gemm k ", k_, " n ", n_, p.trans_b ? " trans_b" : "", " alpha ", alpha_bits,
                                     " nr ", nr_, " kc ", kc_);
-    packed_ = packed_once<hwy::AlignedFreeUniquePtr<float[]>>(p.b->raw_data(), p.b->nbytes(), how, [&] {
-      const size_t total = static_cast<size_t>(panels_ * k_ * nr_);
-      auto packed = hwy::AllocateAligned<float>(total);
-      std::fill(packed.get(), packed.get() + total, 0.0f);
+    packed_ = pack_floats(*p.b, how, static_cast<size_t>(panels_ * k_ * nr_), [&](float* packed) {
       for (int64_t panel = 0; panel < panels_; ++panel) {
         const int64_t col = panel * nr_, width = std::min(nr_, n_ - col);
         // Read B along its contiguous axis.
         if (p.trans_b) {
           for (int64_t j = 0; j < width; ++j) {
-            for (int64_t i = 0; i < k_; ++i) weight_slot(packed.get(), panel, i)[j] = p.alpha * p.weight(i, col + j);
+            for (int64_t i = 0; i < k_; ++i) weight_slot(packed, panel, i)[j] = p.alpha * p.weight(i, col + j);
           }
         } else {
           for (int64_t i = 0; i < k_; ++i) {
-            float* dst = weight_slot(packed.get(), panel, i);
+            float* dst = weight_slot(packed, panel, i);
             for (int64_t j = 0; j < width; ++j) dst[j] = p.alpha * p.weight(i, col + j);
           }
         }
       }
-      return std::make_shared<const hwy::AlignedFreeUniquePtr<float[]>>(std::move(packed));
     });
   }
 
@@ -377,7 +373,7 @@ class PackedGemmKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   bool has_residual_;
   int64_t nr_ = 0, mr_ = 0, panels_ = 0, kc_ = 0, mc_ = 0;
-  std::shared_ptr<const hwy::AlignedFreeUniquePtr<float[]>> packed_;
+  PackedFloats packed_;
   std::vector<float> bias_;  // the constant bias, padded to whole panels
 };
 

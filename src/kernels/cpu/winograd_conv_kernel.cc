@@ -44,6 +44,7 @@
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/target_caps.h"
 #include "ops/op_def.h"
 
@@ -418,8 +419,13 @@ class WinogradConvKernel final : public Kernel {
   // 1/2), (0, 0, 1); at stride 2 (g0, g0 + g2, g2) for the even inputs' F(2, 2), then g1.
   void pack_filters() {
     const int64_t b = p_.lanes, width = blocks_ * b, classes = static_cast<int64_t>(kClasses);
-    filters_ = hwy::AllocateAligned<float>(static_cast<size_t>(classes * panels_ * groups_ * b * width));
-    std::fill_n(filters_.get(), classes * panels_ * groups_ * b * width, 0.0f);
+    const std::string how = str_cat("cpu.winograd m ", p_.m, " c ", p_.c, " stride ", p_.stride, " lanes ", b,
+                                    " width ", width);
+    filters_ = pack_floats(*p_.operands.weights, how, static_cast<size_t>(classes * panels_ * groups_ * b * width),
+                           [&](float* filters) { transform_filters(filters); });
+  }
+  void transform_filters(float* filters) const {
+    const int64_t b = p_.lanes, width = blocks_ * b;
     constexpr double kG1[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
     constexpr double kG2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}};
     const auto& kG = p_.stride == 1 ? kG1 : kG2;
@@ -436,7 +442,7 @@ class WinogradConvKernel final : public Kernel {
           for (int j = 0; j < 4; ++j) {
             const double u = gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2];
             const int64_t k = 4 * i + j, at = (((k * panels_ + panel) * groups_ + group) * b + lane) * width;
-            filters_[static_cast<size_t>(at + oc % width)] = static_cast<float>(u);
+            filters[at + oc % width] = static_cast<float>(u);
           }
         }
       }
@@ -573,7 +579,7 @@ class WinogradConvKernel final : public Kernel {
     t.y_group = static_cast<size_t>(span);
     t.tiles = split.row_tiles.data();
     t.num_tiles = split.row_tiles.size() / 2;
-    const float* u = filters_.get() + (k * panels_ + panel) * groups_ * b * width;
+    const float* u = filters_->get() + (k * panels_ + panel) * groups_ * b * width;
     for (int64_t g0 = 0; g0 < groups_; g0 += split.run_groups) {
       t.x = v + start * groups_ * tiles * b + g0 * span;
       t.groups = static_cast<size_t>(std::min(groups_, g0 + split.run_groups) - g0);
@@ -620,7 +626,7 @@ class WinogradConvKernel final : public Kernel {
   bool copied_ = false;            // that image is a zero-bordered copy (else X itself)
   // The products' split: a full chunk, the last chunk; each for classes of 1, 2 and 4 positions.
   std::vector<DirectConvSplit> splits_;
-  hwy::AlignedFreeUniquePtr<float[]> filters_;
+  PackedFloats filters_;
   std::vector<float> bias_;  // padded to whole output blocks
 };
 
