@@ -105,7 +105,9 @@ Result<Node*> rewrite_conv(Graph& graph, const Match& m) {
     const int64_t per = w.numel() / channels;
     const float* src = w.data<float>();
     float* dst = w2.data<float>();
-    for (int64_t i = 0; i < w.numel(); ++i) dst[i] = static_cast<float>(src[i] * scale[i / per]);
+    for (int64_t k = 0; k < channels; ++k) {
+      for (int64_t i = k * per; i < (k + 1) * per; ++i) dst[i] = static_cast<float>(src[i] * scale[k]);
+    }
     inputs[1] = graph.add_constant(conv.input(1)->name() + "_scaled", std::move(w2));
   }
   std::vector<float> bias(channels);
