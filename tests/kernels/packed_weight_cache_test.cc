@@ -17,12 +17,7 @@
 namespace opfuse {
 namespace {
 
-using onednn_test::blocked_dims;
-using onednn_test::blocked_relative_error;
-using onednn_test::cst;
-using onednn_test::in;
-using onednn_test::make_node;
-using onednn_test::random_f32;
+using namespace onednn_test;  // nodes with constant weights, random tensors, blocked layouts
 
 std::function<std::shared_ptr<const int>()> counting(int& made, int value) {
   return [&made, value] {
@@ -100,7 +95,7 @@ TEST(PackedWeightCache, GemmKernelsShareThePanelsOfEqualWeights) {
   const Tensor b = random_f32({40, 24}, gen);
   PackedWeightCache cache;
   const ScopedPackedWeightCache scope(&cache);
-  auto check = [&](const KernelImpl& impl, const std::string& op, std::vector<onednn_test::Arg> args,
+  auto check = [&](const KernelImpl& impl, const std::string& op, std::vector<Arg> args,
                    const Attributes& attrs) {
     auto n = make_node(op, std::move(args), attrs);
     ASSERT_NE(n, nullptr);
