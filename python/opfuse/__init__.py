@@ -41,7 +41,9 @@ def target_info():
 
     Keys: isa (the tier compiles use: the host's, or lower through OPFUSE_TARGET or an earlier
     session's target=), host_isa, available_isas (what target= accepts besides "native"),
-    vector_bytes, channel_block, cores, l1d_bytes, l2_bytes, l3_bytes (0: unknown), description.
+    vector_bytes, channel_block, cores, l1d_bytes, l2_bytes, l3_bytes (0: unknown),
+    core_round_trip_ns (a cache line's round trip between two of this process's CPUs, measured once
+    per process; 0: one CPU), near_cores (under 200 ns: small kernels use every thread), description.
     """
     return _target_info()
 

@@ -49,6 +49,8 @@ py::dict target_info() {
   info["l1d_bytes"] = target.l1d_bytes;
   info["l2_bytes"] = target.l2_bytes;
   info["l3_bytes"] = target.l3_bytes;
+  info["core_round_trip_ns"] = target.core_round_trip_ns;
+  info["near_cores"] = target.near_cores();
   info["description"] = target.describe();
   return info;
 }

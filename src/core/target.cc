@@ -1,5 +1,7 @@
 #include "core/target.h"
 
+#include "core/core_distance.h"
+
 #include <cpuid.h>
 #include <unistd.h>
 
@@ -61,6 +63,30 @@ int64_t parse_cache_size(const std::string& text) {
   if (unit == "K") return v << 10;
   if (unit == "M") return v << 20;
   return 0;
+}
+
+// Below this a round trip counts as near: between the 59-82 ns of one Zen 4 CCD and the
+// 427-501 ns across Zen 5 CCDs, with room for a noisy host on either side.
+constexpr double kNearCoresNs = 200;
+
+// The fastest of a few rounds of bounces between the first two CPUs this process may run on; a
+// descheduled vCPU only ever slows a round, so the fastest is the distance. 0 with one CPU or when
+// no round finished within its deadline. OPFUSE_CORE_ROUND_TRIP_NS overrides it (a far host's
+// behaviour reproduced on a near one, or a pinned figure for reproducible compiles).
+double detect_core_round_trip_ns() {
+  if (const char* forced = std::getenv("OPFUSE_CORE_ROUND_TRIP_NS"); forced != nullptr && *forced != '\0') {
+    char* end = nullptr;
+    const double ns = std::strtod(forced, &end);
+    if (*end == '\0' && ns >= 0) return ns;
+    std::fprintf(stderr, "opfuse: ignoring OPFUSE_CORE_ROUND_TRIP_NS=%s: not a number of nanoseconds\n", forced);
+  }
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) return 0;
+  constexpr int kRounds = 5;
+  constexpr int kBounces = 1000;      // 0.1-0.5 ms a round
+  constexpr double kDeadlineMs = 20;  // rounds left unfinished by then were descheduled
+  const std::vector<double> ns = core_round_trips_ns(cpus[0], cpus[1], kRounds, kBounces, kDeadlineMs);
+  return ns.empty() ? 0 : *std::min_element(ns.begin(), ns.end());
 }
 
 std::string bytes_text(int64_t b) {
@@ -126,9 +152,13 @@ int Target::vector_bytes() const { return has_avx512() ? 64 : isa == IsaTier::kA
 
 int64_t Target::channel_block() const { return has_avx512() ? 16 : 8; }
 
+bool Target::near_cores() const { return core_round_trip_ns > 0 && core_round_trip_ns < kNearCoresNs; }
+
 std::string Target::describe() const {
+  const std::string distance =
+      core_round_trip_ns > 0 ? str_cat(" ", static_cast<int64_t>(core_round_trip_ns + 0.5), " ns apart") : "";
   return str_cat(isa_tier_name(isa), " (", vector_bytes(), "-byte vectors), ", cores, cores == 1 ? " core" : " cores",
-                 ", L1d ", bytes_text(l1d_bytes), ", L2 ", bytes_text(l2_bytes), ", L3 ", bytes_text(l3_bytes));
+                 distance, ", L1d ", bytes_text(l1d_bytes), ", L2 ", bytes_text(l2_bytes), ", L3 ", bytes_text(l3_bytes));
 }
 
 int64_t cache_bytes_from_sysfs(const std::string& dir, int level) {
@@ -159,6 +189,7 @@ const Target& host_target() {
     t.l1d_bytes = cache(1, _SC_LEVEL1_DCACHE_SIZE);
     t.l2_bytes = cache(2, _SC_LEVEL2_CACHE_SIZE);
     t.l3_bytes = cache(3, _SC_LEVEL3_CACHE_SIZE);
+    t.core_round_trip_ns = detect_core_round_trip_ns();
     return t;
   }();
   return host;

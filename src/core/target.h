@@ -38,6 +38,9 @@ struct Target {
   int64_t l1d_bytes = 0;  // per core; 0: unknown
   int64_t l2_bytes = 0;   // per core; 0: unknown
   int64_t l3_bytes = 0;   // the L3 cpu0 shares with others; 0: unknown
+  // A cache line's round trip between the first two CPUs this process may run on (ns; 0: one CPU,
+  // or not measured). Measured at detection (core/core_distance.h), or OPFUSE_CORE_ROUND_TRIP_NS.
+  double core_round_trip_ns = 0;
 
   // Bytes of one f32 vector register the tier computes with (16, 32 or 64).
   int vector_bytes() const;
@@ -46,12 +49,17 @@ struct Target {
   // SSE4.1 only nChw8c has them (nChw16c falls to reference loops there).
   int64_t channel_block() const;
   bool has_avx512() const { return isa >= IsaTier::kAvx512Core; }
-  // "avx2 (32-byte vectors), 2 cores, L1d 32 KiB, L2 512 KiB, L3 32 MiB"
+  // Whether this process's cores hand data to each other cheaply: a round trip under 200 ns (one
+  // CCD or die: 59-82 ns on a Zen 4 guest, against 427-501 ns between the CCDs of Zen 5 guests).
+  // Waking a second core then pays for kernels a few times smaller (threads_for_work).
+  bool near_cores() const;
+  // "avx2 (32-byte vectors), 2 cores 76 ns apart, L1d 32 KiB, L2 512 KiB, L3 32 MiB"
   std::string describe() const;
 };
 
 // The host CPU, detected once (cpuid for the ISA, sysfs for caches, sysconf for cores and for
-// caches sysfs does not describe).
+// caches sysfs does not describe, a few thousand cache-line round trips for the cores' distance:
+// about a millisecond).
 const Target& host_target();
 
 // Bytes of the data (or unified) cache of `level` described under `dir`, a CPU's sysfs cache

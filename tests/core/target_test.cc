@@ -1,11 +1,15 @@
-// Cache sizes come from the kernel's sysfs description of cpu0's caches.
+// Cache sizes come from the kernel's sysfs description of cpu0's caches; the cores' distance from a cache
+// line bounced between two of them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "core/core_distance.h"
 #include "core/target.h"
 
 namespace opfuse {
@@ -62,8 +66,44 @@ TEST(TargetCaches, UnknownWhereSysfsDoesNotDescribeTheCache) {
 
 TEST(TargetCaches, HostCachesAreOrderedWhenKnown) {
   const Target& t = host_target();
-  if (t.l1d_bytes > 0 && t.l2_bytes > 0) EXPECT_LT(t.l1d_bytes, t.l2_bytes);
-  if (t.l2_bytes > 0 && t.l3_bytes > 0) EXPECT_LT(t.l2_bytes, t.l3_bytes);
+  if (t.l1d_bytes > 0 && t.l2_bytes > 0) {
+    EXPECT_LT(t.l1d_bytes, t.l2_bytes);
+  }
+  if (t.l2_bytes > 0 && t.l3_bytes > 0) {
+    EXPECT_LT(t.l2_bytes, t.l3_bytes);
+  }
+}
+
+TEST(TargetCores, NearOnlyUnderTwoHundredNanosecondsMeasured) {
+  Target t;
+  EXPECT_FALSE(t.near_cores()) << "not measured";
+  t.core_round_trip_ns = 55;  // one Zen 4 CCD
+  EXPECT_TRUE(t.near_cores());
+  EXPECT_NE(t.describe().find("55 ns apart"), std::string::npos) << t.describe();
+  t.core_round_trip_ns = 199.9;
+  EXPECT_TRUE(t.near_cores());
+  t.core_round_trip_ns = 200;
+  EXPECT_FALSE(t.near_cores());
+  t.core_round_trip_ns = 470;  // across Zen 5 CCDs
+  EXPECT_FALSE(t.near_cores());
+}
+
+TEST(TargetCores, RoundTripsBetweenTwoCpusArePositiveAndUnmeasurableWherePinningFails) {
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
+  // A CPU this process may not run on: no figure at all.
+  int outside = 0;
+  while (std::find(cpus.begin(), cpus.end(), outside) != cpus.end()) ++outside;
+  EXPECT_TRUE(core_round_trips_ns(cpus[0], outside, 3, 100, 1000).empty());
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU";
+  // Generous deadline: ctest runs two test processes at once on a 2-CPU machine.
+  const std::vector<double> ns = core_round_trips_ns(cpus[0], cpus[1], 3, 100, 30'000);
+  ASSERT_EQ(ns.size(), 3u);
+  for (double v : ns) {
+    EXPECT_GT(v, 0);
+    EXPECT_LT(v, 1e7) << "10 ms a round trip";
+  }
 }
 
 }  // namespace

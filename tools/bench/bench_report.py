@@ -46,6 +46,11 @@ def summarize(mres, names, reference):
             for key in ("arena_bytes", "kernels"):
                 vals = [r.get(key) for r in res if r.get(key) is not None]
                 s[key] = vals[-1] if vals else None
+            # How far apart opfuse measured the cores in each process: a guest's vCPUs can move
+            # between CCDs mid-benchmark, which changes both the times and opfuse's thread choices.
+            distance = [r["core_round_trip_ns"] for r in res if r.get("core_round_trip_ns")]
+            if distance:
+                s["core_round_trip_ns"] = [min(distance), max(distance)]
             checks = [r["check"]["rel_max_abs_diff"] for r in res
                       if isinstance(r.get("check"), dict) and r["check"].get("rel_max_abs_diff") is not None]
             if checks:
@@ -137,6 +142,9 @@ def render_markdown(results):
                 notes.append(f"check {s['check_rel_max_abs_diff']:.1e}" + ("" if s.get("check_ok") else " FAILED"))
             if s.get("arena_bytes") is not None:
                 notes.append(f"arena {s['arena_bytes'] / 2**20:.1f} MB")
+            if s.get("core_round_trip_ns"):
+                lo, hi = s["core_round_trip_ns"]
+                notes.append(f"cores {lo:.0f}" + (f"–{hi:.0f}" if round(hi) != round(lo) else "") + " ns apart")
             if s.get("failures"):
                 notes.append(f"{len(s['failures'])} failed: {_esc(s['failures'][0]['error'])}")
             ratio = f"{s['ratio_to_ref']:.2f}" if "ratio_to_ref" in s else "–"

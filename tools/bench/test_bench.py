@@ -56,6 +56,18 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(s["b"]["status"], "error")
         self.assertNotIn("median_ms", s["b"])
 
+    def test_core_distance_range_over_rounds_is_kept_and_rendered(self):
+        runs = [_run(0, "a", 2), _run(1, "a", 2), _run(2, "a", 2), _run(0, "ort all", 1)]
+        for r, ns in zip(runs, (52.4, 331.0, 55.0)):
+            r["result"]["core_round_trip_ns"] = ns
+        s = bench_report.summarize(dict(configs={"a": {}, "ort all": {}}, runs=runs), ["a", "ort all"], "ort all")
+        self.assertEqual(s["a"]["core_round_trip_ns"], [52.4, 331.0])
+        self.assertNotIn("core_round_trip_ns", s["ort all"])
+        results = dict(settings=dict(threads=2, rounds=3, warmup=1, iters=5, reference="ort all"),
+                       machine=dict(cpu="x", cores=2), started="now", command="c",
+                       models={"m": dict(summary=s)})
+        self.assertIn("cores 52–331 ns apart", bench_report.render_markdown(results))
+
     def test_unavailable_config(self):
         s = bench_report.summarize(dict(configs={"x": {"unavailable": "no bench command"}}, runs=[]), ["x"],
                                    "ort all")

@@ -163,6 +163,7 @@ Status bench(const BenchArgs& args) {
       {"threads", args.session.threads},
       {"target", std::string(isa_tier_name(active_target().isa))},
       {"target_detail", active_target().describe()},
+      {"core_round_trip_ns", active_target().core_round_trip_ns},
       {"iters", args.iters},
       {"median_ms", median},
       {"min_ms", *std::min_element(times.begin(), times.end())},

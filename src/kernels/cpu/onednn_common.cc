@@ -189,6 +189,14 @@ constexpr double kSerialFlopsPerVectorByte = 3e6 / 64;
 // core. Above this many bytes of input and output an op runs on every thread whatever its FLOPs:
 // on a Xeon (2 threads) MobileNetV2's depthwise convs took 1.3-1.6x ORT's time on one thread.
 constexpr double kSerialBytes = 256 * 1024;
+// Those two crossovers are the Zen 5 guests' cores, 430-500 ns apart (across CCDs): the second
+// core pulls its half of the input and the weights from the other CCD. Cores that share an L3
+// (Target::near_cores) hand data over for much less: on a Zen 4 guest (76 ns apart) two threads
+// took 7.5 us where one took 12 (1x1 convs of 1 MFLOP), 5.5 where one took 7.7 (a 64x16x16
+// depthwise conv, 128 KB), but lost below ~3 us on one thread (each of fr_eye's convs, up to
+// 0.46 MFLOP and 50 KB, ~1.5 us slower): both limits at 0.3 keep those on one thread and made
+// fr_landmark 0.34 -> 0.29 ms.
+constexpr double kNearCoresSerialScale = 0.3;
 
 namespace {
 // Bytes of a value of static shape (0 when the shape is not static).
@@ -206,7 +214,12 @@ int threads_for_work(const Node& node) {
   if (node.def().flops == nullptr) return 0;
   const double flops = static_cast<double>(node.def().flops(node));
   const double bytes = static_bytes(node.input(0)) + static_bytes(node.output(0));
-  return flops > 0 && flops < kSerialFlopsPerVectorByte * active_target().vector_bytes() && bytes < kSerialBytes ? 1 : 0;
+  const Target target = active_target();
+  const double scale = target.near_cores() ? kNearCoresSerialScale : 1.0;
+  return flops > 0 && flops < scale * kSerialFlopsPerVectorByte * target.vector_bytes() &&
+                 bytes < scale * kSerialBytes
+             ? 1
+             : 0;
 }
 
 Result<std::unique_ptr<Kernel>> make_kernel(std::string_view name, const Node& node,
