@@ -155,10 +155,14 @@ int64_t Target::channel_block() const { return has_avx512() ? 16 : 8; }
 bool Target::near_cores() const { return core_round_trip_ns > 0 && core_round_trip_ns < kNearCoresNs; }
 
 std::string Target::describe() const {
-  const std::string distance =
-      core_round_trip_ns > 0 ? str_cat(" ", static_cast<int64_t>(core_round_trip_ns + 0.5), " ns apart") : "";
   return str_cat(isa_tier_name(isa), " (", vector_bytes(), "-byte vectors), ", cores, cores == 1 ? " core" : " cores",
-                 distance, ", L1d ", bytes_text(l1d_bytes), ", L2 ", bytes_text(l2_bytes), ", L3 ", bytes_text(l3_bytes));
+                 ", L1d ", bytes_text(l1d_bytes), ", L2 ", bytes_text(l2_bytes), ", L3 ", bytes_text(l3_bytes));
+}
+
+std::string Target::describe_core_distance() const {
+  if (core_round_trip_ns <= 0) return cores == 1 ? "one CPU" : "cores' distance not measured";
+  return str_cat("cores ", static_cast<int64_t>(core_round_trip_ns + 0.5), " ns apart (", near_cores() ? "near" : "far",
+                 ")");
 }
 
 int64_t cache_bytes_from_sysfs(const std::string& dir, int level) {

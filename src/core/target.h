@@ -53,8 +53,12 @@ struct Target {
   // CCD or die: 59-82 ns on a Zen 4 guest, against 427-501 ns between the CCDs of Zen 5 guests).
   // Waking a second core then pays for kernels a few times smaller (threads_for_work).
   bool near_cores() const;
-  // "avx2 (32-byte vectors), 2 cores 76 ns apart, L1d 32 KiB, L2 512 KiB, L3 32 MiB"
+  // "avx2 (32-byte vectors), 2 cores, L1d 32 KiB, L2 512 KiB, L3 32 MiB": what is the same in
+  // every process on this machine (reports compare equal across runs).
   std::string describe() const;
+  // "cores 76 ns apart (near)", "cores 470 ns apart (far)", "one CPU": a measurement, which a
+  // guest whose vCPUs move between CCDs reads differently from one process to the next.
+  std::string describe_core_distance() const;
 };
 
 // The host CPU, detected once (cpuid for the ISA, sysfs for caches, sysconf for cores and for

@@ -77,15 +77,18 @@ TEST(TargetCaches, HostCachesAreOrderedWhenKnown) {
 TEST(TargetCores, NearOnlyUnderTwoHundredNanosecondsMeasured) {
   Target t;
   EXPECT_FALSE(t.near_cores()) << "not measured";
+  EXPECT_EQ(t.describe_core_distance(), "one CPU");
   t.core_round_trip_ns = 55;  // one Zen 4 CCD
   EXPECT_TRUE(t.near_cores());
-  EXPECT_NE(t.describe().find("55 ns apart"), std::string::npos) << t.describe();
+  EXPECT_EQ(t.describe_core_distance(), "cores 55 ns apart (near)");
+  EXPECT_EQ(t.describe().find("ns apart"), std::string::npos) << "reports stay the same across runs";
   t.core_round_trip_ns = 199.9;
   EXPECT_TRUE(t.near_cores());
   t.core_round_trip_ns = 200;
   EXPECT_FALSE(t.near_cores());
   t.core_round_trip_ns = 470;  // across Zen 5 CCDs
   EXPECT_FALSE(t.near_cores());
+  EXPECT_EQ(t.describe_core_distance(), "cores 470 ns apart (far)");
 }
 
 TEST(TargetCores, RoundTripsBetweenTwoCpusArePositiveAndUnmeasurableWherePinningFails) {

@@ -531,21 +531,25 @@ TEST(OneDnnThreads, SmallWorkRunsOnOneThread) {
 }
 
 // Cores that share a cache hand data over cheaply, so kernels a few times smaller already gain from
-// a second thread there; the decision reads the target's measured distance, never the host's.
+// a second thread there; the decision reads the target's measured distance, never the host's. The
+// limits scale with the vector width, so the target's tier is fixed too (avx2: 32-byte vectors;
+// only the decision is asked, no kernel is created).
 TEST(OneDnnThreads, NearCoresTakeSmallerWorkToEveryThread) {
   std::mt19937 gen(45);
-  // A 1x1 conv of 2*64*32*16*16 = 1 MFLOP and 96 KB of input and output: 12 us on one Zen 4
-  // core, 7.5 on two near ones; under the far limit on every tier (1.5-3 MFLOP).
+  // A 1x1 conv of 2*64*32*16*16 = 1 MFLOP and 96 KB of input and output: on AVX2 under the far
+  // limit (1.5 MFLOP), above the near one (0.45).
   auto pointwise = make_node("Conv", {in(random_tensor({1, 64, 16, 16}, gen)), cst(random_tensor({32, 64, 1, 1}, gen))},
                              conv_attrs({1, 1}, {1, 1}, {0, 0, 0, 0}, 1));
-  // fr_eye's largest conv: 0.46 MFLOP, 28 KB, 3 us on one core; a second one costs ~1.5 us.
-  auto tiny = make_node("Conv", {in(random_tensor({1, 8, 22, 22}, gen)), cst(random_tensor({8, 8, 3, 3}, gen))},
+  // One of fr_eye's convs: 0.2 MFLOP and 50 KB, ~2 us on one core; a second one costs ~1.5 us.
+  auto tiny = make_node("Conv", {in(random_tensor({1, 16, 20, 20}, gen)), cst(random_tensor({16, 16, 1, 1}, gen))},
                         conv_attrs({1, 1}, {1, 1}, {0, 0, 0, 0}, 1));
-  // A depthwise conv of 0.3 MFLOP but 128 KB: memory-bound, 7.7 us on one core, 5.5 on two near.
+  // A depthwise conv of 0.3 MFLOP but 128 KB, memory-bound: over the near byte limit (77 KB), under
+  // the far one (256 KB).
   auto depthwise = make_node("Conv", {in(random_tensor({1, 64, 16, 16}, gen)), cst(random_tensor({64, 1, 3, 3}, gen))},
                              conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 64));
   const Target saved = active_target();
   Target t = saved;
+  t.isa = IsaTier::kAvx2;
   for (const double ns : {470.0, 0.0}) {  // across Zen 5 CCDs; unknown (one CPU, no measurement)
     t.core_round_trip_ns = ns;
     set_active_target(t);

@@ -105,12 +105,14 @@ Status bench_versus(const BenchArgs& args) {
     const nlohmann::json j = {{"threads", args.session.threads},
                               {"target", std::string(isa_tier_name(active_target().isa))},
                               {"target_detail", active_target().describe()},
+                              {"core_round_trip_ns", active_target().core_round_trip_ns},
                               {"rounds", args.iters},
                               {"variants", rows}};
     std::printf("%s\n", j.dump().c_str());
     return Status::ok();
   }
-  std::printf("target     %s, %d threads\n", active_target().describe().c_str(), args.session.threads);
+  std::printf("target     %s, %s, %d threads\n", active_target().describe().c_str(),
+              active_target().describe_core_distance().c_str(), args.session.threads);
   std::printf("paired     %d rounds (ABBA order, %d warm-up runs each); ratio = median of per-round ratios to the first\n",
               args.iters, args.warmup);
   for (const nlohmann::json& row : rows) {
@@ -183,7 +185,8 @@ Status bench(const BenchArgs& args) {
   std::printf("mode       %s%s%s, %d threads\n", j["mode"].get<std::string>().c_str(),
               graph_mode ? " " : "", graph_mode ? j["level"].get<std::string>().c_str() : "",
               args.session.threads);
-  std::printf("target     %s\n", active_target().describe().c_str());
+  std::printf("target     %s, %s\n", active_target().describe().c_str(),
+              active_target().describe_core_distance().c_str());
   std::printf("latency    median %.3f ms, min %.3f ms, p90 %.3f ms over %d runs (%d warm-up)\n",
               median, j["min_ms"].get<double>(), j["p90_ms"].get<double>(), args.iters, args.warmup);
   std::printf("throughput %.1f inferences/s\n", 1000.0 / median);

@@ -82,7 +82,8 @@ Action add_info_command(CLI::App& app) {
     OPFUSE_ASSIGN_OR_RETURN(Graph graph, load_model(args->model, args->limits));
     const ModelSummary summary = summarize(graph);
     std::cout << "model: " << args->model << "\n" << format_summary(graph, summary);
-    std::cout << "target: " << active_target().describe() << " (host: " << isa_tier_name(host_target().isa)
+    std::cout << "target: " << active_target().describe() << ", " << active_target().describe_core_distance()
+              << " (host: " << isa_tier_name(host_target().isa)
               << "; vector kernels: " << highway_dispatch_target() << ")\n";
     if (!args->level.empty()) OPFUSE_TRY(print_compiled(*args, summary));
     return Status::ok();
