@@ -1,7 +1,5 @@
 #include "core/target.h"
 
-#include "core/core_distance.h"
-
 #include <cpuid.h>
 #include <unistd.h>
 
@@ -11,6 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <vector>
+
+#include "core/core_distance.h"
 
 namespace opfuse {
 namespace {
