@@ -11,12 +11,33 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
+# A cache-line round trip under this many ns: both cores on one CCD (opfuse's Target::near_cores).
+NEAR_CORES_NS = 200
+
+
+def core_state(run):
+    """"near" or "far" when the cores' distance read the same class before and after the process,
+    "moved" when the guest's vCPUs changed CCDs meanwhile, None when it was not probed."""
+    ns = run.get("core_ns")
+    if not ns:
+        return None
+    states = {"near" if x < NEAR_CORES_NS else "far" for x in ns}
+    return states.pop() if len(states) == 1 else "moved"
+
+
 def summarize(mres, names, reference):
-    """Per config: median over rounds of the per-round medians, and the median of per-round ratios."""
+    """Per config: median over rounds of the per-round medians, and the median of per-round ratios.
+
+    Where the runs were probed (run_bench.py --core-probe), a round's ratio counts only when the
+    config and the reference ran with the cores in one state: the same plan runs 1.5x slower with
+    the vCPUs on two CCDs, so a round straddling a move compares two machines. If no round is left,
+    every round counts and the summary says so."""
     ok = {}  # (config, round) -> result
+    states = {}  # (config, round) -> core_state
     for run in mres["runs"]:
         if run.get("status") == "ok":
             ok[(run["config"], run["round"])] = run["result"]
+            states[(run["config"], run["round"])] = core_state(run)
     summary = {}
     for name in names:
         desc = mres["configs"].get(name, {})
@@ -56,11 +77,24 @@ def summarize(mres, names, reference):
             if checks:
                 s["check_rel_max_abs_diff"] = max(checks)
                 s["check_ok"] = all(r["check"].get("ok", True) for r in res if isinstance(r.get("check"), dict))
-            ratios = []
+            ratios, straddled = [], []
             for rnd, r in sorted(mine.items()):
                 ref = ok.get((reference, rnd))
                 if ref and ref["median_ms"] > 0:
-                    ratios.append(r["median_ms"] / ref["median_ms"])
+                    ratio = r["median_ms"] / ref["median_ms"]
+                    a, b = states.get((name, rnd)), states.get((reference, rnd))
+                    if name == reference or a is None or b is None or (a == b and a != "moved"):
+                        ratios.append(ratio)
+                    else:
+                        straddled.append(ratio)
+            if straddled:
+                s["ratio_rounds_straddled"] = len(straddled)
+                if not ratios:
+                    ratios = straddled
+                    s["ratio_states_mixed"] = True
+            known = sorted({st for (cfg, _), st in states.items() if cfg == name and st})
+            if known:
+                s["core_states"] = known
             if ratios:
                 s["ratio_to_ref_per_round"] = ratios
                 s["ratio_to_ref"] = _median(ratios)
@@ -142,9 +176,14 @@ def render_markdown(results):
                 notes.append(f"check {s['check_rel_max_abs_diff']:.1e}" + ("" if s.get("check_ok") else " FAILED"))
             if s.get("arena_bytes") is not None:
                 notes.append(f"arena {s['arena_bytes'] / 2**20:.1f} MB")
+            if s.get("ratio_rounds_straddled"):
+                notes.append(f"{s['ratio_rounds_straddled']} round(s) straddling a move of the vCPUs between "
+                             + ("CCDs: every round counted" if s.get("ratio_states_mixed") else "CCDs left out"))
+            if s.get("core_states"):
+                notes.append("cores " + "/".join(s["core_states"]))
             if s.get("core_round_trip_ns"):
                 lo, hi = s["core_round_trip_ns"]
-                notes.append(f"cores {lo:.0f}" + (f"–{hi:.0f}" if round(hi) != round(lo) else "") + " ns apart")
+                notes.append(f"opfuse read {lo:.0f}" + (f"–{hi:.0f}" if round(hi) != round(lo) else "") + " ns")
             if s.get("failures"):
                 notes.append(f"{len(s['failures'])} failed: {_esc(s['failures'][0]['error'])}")
             ratio = f"{s['ratio_to_ref']:.2f}" if "ratio_to_ref" in s else "–"

@@ -8,32 +8,53 @@
 //   ninja -C build opfuse_core_latency && ./build/opfuse_core_latency
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/core_distance.h"
 
 namespace {
-constexpr int kBounces = 200'000;
 constexpr int kRounds = 5;
 constexpr double kDeadlineMs = 10'000;
 }  // namespace
 
-int main() {
+// Options: --bounces N (round trips per round, default 200000), --first-pair (only the first two
+// CPUs: the pair opfuse's Target measures; tools/bench/run_bench.py probes it around every process).
+int main(int argc, char** argv) {
+  int bounces = 200'000;
+  bool first_pair = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--bounces" && i + 1 < argc) {
+      bounces = std::atoi(argv[++i]);
+    } else if (arg == "--first-pair") {
+      first_pair = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--bounces N] [--first-pair]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (bounces <= 0) {
+    std::fprintf(stderr, "--bounces must be a positive count\n");
+    return 2;
+  }
   const std::vector<int> cpus = opfuse::allowed_cpus();
   if (cpus.size() < 2) {
     std::printf("one CPU: nothing to measure\n");
     return 0;
   }
-  for (size_t i = 0; i < cpus.size(); ++i) {
-    for (size_t j = i + 1; j < cpus.size(); ++j) {
-      std::vector<double> ns = opfuse::core_round_trips_ns(cpus[i], cpus[j], kRounds, kBounces, kDeadlineMs);
+  const size_t last = first_pair ? 1 : cpus.size() - 1;
+  for (size_t i = 0; i < last; ++i) {
+    for (size_t j = i + 1; j < (first_pair ? 2 : cpus.size()); ++j) {
+      std::vector<double> ns = opfuse::core_round_trips_ns(cpus[i], cpus[j], kRounds, bounces, kDeadlineMs);
       if (ns.empty()) {
         std::printf("CPU %d <-> CPU %d: no round finished within %.0f s\n", cpus[i], cpus[j], kDeadlineMs / 1000);
         continue;
       }
       std::sort(ns.begin(), ns.end());
       std::printf("CPU %d <-> CPU %d: %.0f ns a round trip (median of %zu rounds of %d; min %.0f, max %.0f)\n", cpus[i],
-                  cpus[j], ns[ns.size() / 2], ns.size(), kBounces, ns.front(), ns.back());
+                  cpus[j], ns[ns.size() / 2], ns.size(), bounces, ns.front(), ns.back());
     }
   }
   return 0;

@@ -15,6 +15,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -56,6 +57,10 @@ def parse_args(argv):
                     help="disable ORT's intra-op thread spinning (default: ORT's own default, spinning)")
     ap.add_argument("--tuning-dir", help="folder of tuning records MODEL.json (`opfuse tune`), for the opt-in "
                     "config 'opfuse O3 tuned'")
+    ap.add_argument("--core-probe", default=os.path.join(REPO, "build", "opfuse_core_latency"),
+                    help="opfuse_core_latency binary, run before and after every process to read how far apart "
+                    "the cores are (a guest's vCPUs can move between CCDs mid-run; rounds that straddle a move are "
+                    "left out of the ratios); skipped when missing (`ninja -C build opfuse_core_latency`)")
     ap.add_argument("--retry-failed", action="store_true",
                     help="keep running a config in later rounds after it failed (default: skip it)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"), help="JSON result file")
@@ -84,6 +89,19 @@ def select_models(args, manifest):
                      f"(generate them with tools/zoo/make_zoo.py)")
         return names
     return [m for m, e in manifest.items() if e.get("tier") == args.tier]
+
+
+def probe_core_ns(probe):
+    """The cache-line round trip between the first two CPUs (ns), or None without a probe binary."""
+    if not probe or not os.access(probe, os.X_OK):
+        return None
+    try:
+        p = subprocess.run([probe, "--bounces", "20000", "--first-pair"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r": ([0-9.]+) ns a round trip", p.stdout)
+    return float(m.group(1)) if m else None
 
 
 def run_process(cmd, env, timeout, required=("median_ms", "min_ms")):
@@ -265,8 +283,12 @@ def main(argv=None):
                     mres["runs"].append(dict(round=r, config=c.name, status="skipped",
                                              error=f"failed in round {failed[c.name] + 1}"))
                     continue
+                before = probe_core_ns(args.core_probe)
                 rec = run_process(c.cmd, c.env, args.timeout)
+                after = probe_core_ns(args.core_probe)
                 rec.update(round=r, config=c.name)
+                if before is not None and after is not None:
+                    rec["core_ns"] = [before, after]
                 mres["runs"].append(rec)
                 if rec["status"] == "ok":
                     res = rec["result"]

@@ -66,7 +66,35 @@ class SummaryTest(unittest.TestCase):
         results = dict(settings=dict(threads=2, rounds=3, warmup=1, iters=5, reference="ort all"),
                        machine=dict(cpu="x", cores=2), started="now", command="c",
                        models={"m": dict(summary=s)})
-        self.assertIn("cores 52–331 ns apart", bench_report.render_markdown(results))
+        self.assertIn("opfuse read 52–331 ns", bench_report.render_markdown(results))
+
+    def test_rounds_straddling_a_move_between_ccds_are_left_out_of_the_ratio(self):
+        # Round 0: both near (ratio 0.5); round 1: a far, the reference near (2.0); round 2: the
+        # reference's vCPUs moved during its run (3.0). Only round 0 counts.
+        runs = [_run(0, "a", 1), _run(0, "ort all", 2), _run(1, "a", 4), _run(1, "ort all", 2),
+                _run(2, "a", 6), _run(2, "ort all", 2)]
+        for r, ns in zip(runs, ([50, 55], [52, 60], [320, 330], [51, 50], [55, 52], [53, 325])):
+            r["core_ns"] = ns
+        self.assertEqual([bench_report.core_state(r) for r in runs], ["near", "near", "far", "near", "near", "moved"])
+        s = bench_report.summarize(dict(configs={"a": {}, "ort all": {}}, runs=runs), ["a", "ort all"], "ort all")
+        self.assertEqual(s["a"]["ratio_to_ref_per_round"], [0.5])
+        self.assertEqual(s["a"]["ratio_rounds_straddled"], 2)
+        self.assertNotIn("ratio_states_mixed", s["a"])
+        self.assertEqual(s["a"]["core_states"], ["far", "near"])
+        self.assertEqual(s["a"]["median_ms"], 4, "times keep every round")
+        self.assertNotIn("ratio_rounds_straddled", s["ort all"], "the reference against itself")
+        # No round in one state: every round counts, and the summary says so.
+        for r in runs[:2]:
+            r["core_ns"] = [330, 335]
+        runs[1]["core_ns"] = [50, 50]
+        s = bench_report.summarize(dict(configs={"a": {}, "ort all": {}}, runs=runs), ["a", "ort all"], "ort all")
+        self.assertEqual(s["a"]["ratio_to_ref_per_round"], [0.5, 2.0, 3.0])
+        self.assertTrue(s["a"]["ratio_states_mixed"])
+        # Unprobed runs (no core_ns) count as before.
+        plain = [_run(0, "a", 1), _run(0, "ort all", 2)]
+        s = bench_report.summarize(dict(configs={"a": {}, "ort all": {}}, runs=plain), ["a", "ort all"], "ort all")
+        self.assertEqual(s["a"]["ratio_to_ref_per_round"], [0.5])
+        self.assertNotIn("ratio_rounds_straddled", s["a"])
 
     def test_unavailable_config(self):
         s = bench_report.summarize(dict(configs={"x": {"unavailable": "no bench command"}}, runs=[]), ["x"],
