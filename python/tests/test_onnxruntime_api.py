@@ -97,6 +97,11 @@ def test_module_level_functions():
     assert info["isa"] in info["available_isas"]
     assert info["cores"] >= 1 and info["vector_bytes"] in (16, 32, 64)
     assert info["isa"] in info["description"]
+    # The cores' distance: measured once (0 with one CPU); near means under 200 ns. Reports stay
+    # equal across processes, so the description leaves the measurement out.
+    assert info["core_round_trip_ns"] >= 0
+    assert info["near_cores"] == (0 < info["core_round_trip_ns"] < 200)
+    assert "ns apart" not in info["description"]
 
 
 def test_denormals_flush_to_zero_only_when_asked(tmp_path):

@@ -2,6 +2,7 @@
 optimize commands as methods, and the fusion config as a dict."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -116,3 +117,24 @@ def test_a_target_tier_is_chosen_once_per_process(resnet, tmp_path):
     assert "the target is chosen once per process and is already avx2; cannot switch to sse41" in done.stdout
     got = np.load(tmp_path / "out.npy")
     assert relative_error(got, model.outputs["logits"]) <= model.tolerance
+
+
+def test_the_cores_distance_can_be_fixed_by_the_environment():
+    """OPFUSE_CORE_ROUND_TRIP_NS replaces the measurement (a far host reproduced on a near one); a
+    value that is not a number of nanoseconds is ignored with a warning. Child processes: the
+    target is detected once per process."""
+    def child(value):
+        env = dict(os.environ, OPFUSE_CORE_ROUND_TRIP_NS=value)
+        done = subprocess.run(
+            [sys.executable, "-c", "import opfuse; i = opfuse.target_info(); print(i['core_round_trip_ns'], i['near_cores'])"],
+            capture_output=True, text=True, timeout=60, env=env,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        ns, near = done.stdout.split()
+        return float(ns), near == "True", done.stderr
+
+    assert child("470")[:2] == (470.0, False)
+    assert child("55")[:2] == (55.0, True)
+    ns, near, err = child("fast")
+    assert "ignoring OPFUSE_CORE_ROUND_TRIP_NS=fast" in err
+    assert ns >= 0 and near == (0 < ns < 200)
