@@ -16,8 +16,8 @@ NEAR_CORES_NS = 200
 
 
 def core_state(run):
-    """"near" or "far" when the cores' distance read the same class before and after the process,
-    "moved" when the guest's vCPUs changed CCDs meanwhile, None when it was not probed."""
+    """The cores' state around a run: near or far when their distance read the same class before
+    and after the process, moved when the guest's vCPUs changed CCDs meanwhile, None unprobed."""
     ns = run.get("core_ns")
     if not ns:
         return None

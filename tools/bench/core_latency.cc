@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/core_distance.h"
@@ -44,18 +45,20 @@ int main(int argc, char** argv) {
     std::printf("one CPU: nothing to measure\n");
     return 0;
   }
-  const size_t last = first_pair ? 1 : cpus.size() - 1;
-  for (size_t i = 0; i < last; ++i) {
-    for (size_t j = i + 1; j < (first_pair ? 2 : cpus.size()); ++j) {
-      std::vector<double> ns = opfuse::core_round_trips_ns(cpus[i], cpus[j], kRounds, bounces, kDeadlineMs);
-      if (ns.empty()) {
-        std::printf("CPU %d <-> CPU %d: no round finished within %.0f s\n", cpus[i], cpus[j], kDeadlineMs / 1000);
-        continue;
-      }
-      std::sort(ns.begin(), ns.end());
-      std::printf("CPU %d <-> CPU %d: %.0f ns a round trip (median of %zu rounds of %d; min %.0f, max %.0f)\n", cpus[i],
-                  cpus[j], ns[ns.size() / 2], ns.size(), bounces, ns.front(), ns.back());
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    for (size_t j = i + 1; j < cpus.size(); ++j) pairs.emplace_back(cpus[i], cpus[j]);
+  }
+  if (first_pair) pairs.resize(1);
+  for (const auto& [a, b] : pairs) {
+    std::vector<double> ns = opfuse::core_round_trips_ns(a, b, kRounds, bounces, kDeadlineMs);
+    if (ns.empty()) {
+      std::printf("CPU %d <-> CPU %d: no round finished within %.0f s\n", a, b, kDeadlineMs / 1000);
+      continue;
     }
+    std::sort(ns.begin(), ns.end());
+    std::printf("CPU %d <-> CPU %d: %.0f ns a round trip (median of %zu rounds of %d; min %.0f, max %.0f)\n", a, b,
+                ns[ns.size() / 2], ns.size(), bounces, ns.front(), ns.back());
   }
   return 0;
 }
