@@ -92,6 +92,13 @@ Attributes conv_attrs(const Ints& strides, const Ints& dilations, const Ints& pa
   return {{"strides", strides}, {"dilations", dilations}, {"pads", pads}, {"group", group}};
 }
 
+// A 2D conv without bias of random input x and constant weights w (group: x's channels over w's
+// input channels), square stride and padding: the shapes the thread-count tests ask about.
+std::unique_ptr<OneNode> plain_conv(const Ints& x, const Ints& w, int64_t stride, int64_t pad, std::mt19937& gen) {
+  return make_node("Conv", {in(random_tensor(x, gen)), cst(random_tensor(w, gen))},
+                   conv_attrs({stride, stride}, {1, 1}, {pad, pad, pad, pad}, x[1] / w[1]));
+}
+
 // ------------------------------------------------------------------------------------- Conv
 
 TEST(OneDnnConv, RandomShapes) {
@@ -506,14 +513,11 @@ TEST(OneDnnThreads, SmallWorkRunsOnOneThread) {
   std::mt19937 gen(44);
   // 2*8*8*4*4*9 = 18 kFLOP, and 2*64*64*56*56*9 = 231 MFLOP: on either side of the limit on
   // every tier (1.5-3 MFLOP).
-  auto small = make_node("Conv", {in(random_tensor({1, 8, 4, 4}, gen)), cst(random_tensor({8, 8, 3, 3}, gen))},
-                         conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 1));
-  auto large = make_node("Conv", {in(random_tensor({1, 64, 56, 56}, gen)), cst(random_tensor({64, 64, 3, 3}, gen))},
-                         conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 1));
+  auto small = plain_conv({1, 8, 4, 4}, {8, 8, 3, 3}, 1, 1, gen);
+  auto large = plain_conv({1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, gen);
   // A depthwise conv of few FLOPs (192 x 28 x 28, 3x3 stride 2: 0.7 MFLOP) but 750 KB of input
   // and output runs at memory speed (~30 us on one core): every thread.
-  auto depthwise = make_node("Conv", {in(random_tensor({1, 192, 28, 28}, gen)), cst(random_tensor({192, 1, 3, 3}, gen))},
-                             conv_attrs({2, 2}, {1, 1}, {1, 1, 1, 1}, 192));
+  auto depthwise = plain_conv({1, 192, 28, 28}, {192, 1, 3, 3}, 2, 1, gen);
   EXPECT_EQ(onednn::threads_for_work(*small->node), 1);
   EXPECT_EQ(onednn::threads_for_work(*large->node), 0);
   EXPECT_EQ(onednn::threads_for_work(*depthwise->node), 0);
@@ -538,15 +542,12 @@ TEST(OneDnnThreads, NearCoresTakeSmallerWorkToEveryThread) {
   std::mt19937 gen(45);
   // A 1x1 conv of 2*64*32*16*16 = 1 MFLOP and 96 KB of input and output: on AVX2 under the far
   // limit (1.5 MFLOP), above the near one (0.45).
-  auto pointwise = make_node("Conv", {in(random_tensor({1, 64, 16, 16}, gen)), cst(random_tensor({32, 64, 1, 1}, gen))},
-                             conv_attrs({1, 1}, {1, 1}, {0, 0, 0, 0}, 1));
+  auto pointwise = plain_conv({1, 64, 16, 16}, {32, 64, 1, 1}, 1, 0, gen);
   // One of fr_eye's convs: 0.2 MFLOP and 50 KB, ~2 us on one core; a second one costs ~1.5 us.
-  auto tiny = make_node("Conv", {in(random_tensor({1, 16, 20, 20}, gen)), cst(random_tensor({16, 16, 1, 1}, gen))},
-                        conv_attrs({1, 1}, {1, 1}, {0, 0, 0, 0}, 1));
+  auto tiny = plain_conv({1, 16, 20, 20}, {16, 16, 1, 1}, 1, 0, gen);
   // A depthwise conv of 0.3 MFLOP but 128 KB, memory-bound: over the near byte limit (77 KB), under
   // the far one (256 KB).
-  auto depthwise = make_node("Conv", {in(random_tensor({1, 64, 16, 16}, gen)), cst(random_tensor({64, 1, 3, 3}, gen))},
-                             conv_attrs({1, 1}, {1, 1}, {1, 1, 1, 1}, 64));
+  auto depthwise = plain_conv({1, 64, 16, 16}, {64, 1, 3, 3}, 1, 1, gen);
   const Target saved = active_target();
   Target t = saved;
   t.isa = IsaTier::kAvx2;
