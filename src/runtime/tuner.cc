@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "runtime/measuring_layout_timer.h"
 
@@ -91,19 +93,25 @@ class Tuner {
       const AnchorClass& cls = entry.second;
       for (std::string_view alternative : cls.alternatives) {
         if (alternative == cls.chosen) continue;
-        TuningRecord candidate = best;
-        for (const std::string& node : cls.nodes) candidate.kernels[node] = std::string(alternative);
+        const auto on_alternative = [&](const std::vector<std::string>& nodes) {
+          TuningRecord candidate = best;
+          for (const std::string& node : nodes) candidate.kernels[node] = std::string(alternative);
+          return candidate;
+        };
         OPFUSE_TRY(compare(str_cat(cls.nodes.size(), " ", cls.op_type, " on ", alternative, " instead of ", cls.chosen),
-                           std::move(candidate), incumbent, best));
+                           on_alternative(cls.nodes), incumbent, best, Narrowing{cls.nodes, on_alternative}));
       }
     }
     for (const auto& [key, nodes] : epilogue_classes) {
       for (const char* place : {"own_pass", "library"}) {
-        TuningRecord candidate = best;
-        for (const std::string& node : nodes) candidate.epilogues[node] = place;
+        const auto placed = [&](const std::vector<std::string>& subset) {
+          TuningRecord candidate = best;
+          for (const std::string& node : subset) candidate.epilogues[node] = place;
+          return candidate;
+        };
         OPFUSE_TRY(compare(str_cat(nodes.size(), " ", key, " with the epilogue ",
                                    std::string_view(place) == "library" ? "in the library kernel" : "in our own pass"),
-                           std::move(candidate), incumbent, best));
+                           placed(nodes), incumbent, best, Narrowing{nodes, placed}));
       }
     }
     if (skipped_ > 0) {
@@ -177,20 +185,45 @@ class Tuner {
     return Status::ok();
   }
 
-  // Milliseconds per run of the session (median of runs_per_round, after one warm-up).
-  Result<double> time_round(const Session& session) const {
-    OPFUSE_TRY(session.run(inputs_).status());
+  // One round of a plan: milliseconds per run and each step's microseconds, medians of
+  // runs_per_round runs after one warm-up.
+  struct Round {
+    double ms = 0;
+    std::vector<double> step_us;
+  };
+  Result<Round> time_round(const CompiledPlan& plan) const {
+    std::vector<StepTiming> timings;
+    OPFUSE_TRY(plan.run_timed(inputs_, timings).status());
     std::vector<double> ms;
+    std::vector<std::vector<double>> steps(plan.kernels_per_run());
     for (int i = 0; i < options_.runs_per_round; ++i) {
       const auto t0 = Clock::now();
-      OPFUSE_TRY(session.run(inputs_).status());
+      OPFUSE_TRY(plan.run_timed(inputs_, timings).status());
       ms.push_back(seconds_since(t0) * 1e3);
+      for (size_t s = 0; s < steps.size() && s < timings.size(); ++s) steps[s].push_back(timings[s].duration_us);
     }
-    return median(ms);
+    Round round{median(ms), {}};
+    for (std::vector<double>& us : steps) round.step_us.push_back(median(std::move(us)));
+    return round;
   }
 
-  // Times the candidate against the incumbent, alternating; keeps it (as `best`) if it wins.
-  Status compare(const std::string& what, TuningRecord candidate_record, Candidate& incumbent, TuningRecord& best) {
+  static std::vector<std::string> step_nodes(const CompiledPlan& plan) {
+    std::vector<std::string> nodes;
+    for (size_t s = 0; s < plan.kernels_per_run(); ++s) nodes.push_back(plan.step_node(s).name());
+    return nodes;
+  }
+
+  // A candidate made of a class of nodes, and how to make it for a subset of them.
+  struct Narrowing {
+    std::vector<std::string> nodes;
+    std::function<TuningRecord(const std::vector<std::string>&)> record_for;
+  };
+
+  // Times the candidate against the incumbent, alternating; keeps it (as `best`) if it wins. A
+  // class candidate not kept is narrowed to the nodes that were faster in their own steps, which
+  // are compared again (tuner.h).
+  Status compare(const std::string& what, TuningRecord candidate_record, Candidate& incumbent, TuningRecord& best,
+                 std::optional<Narrowing> narrowing = std::nullopt) {
     ++done_;
     if (seconds_since(start_) > options_.budget_seconds) {
       ++skipped_;
@@ -209,13 +242,16 @@ class Tuner {
       return Status::ok();
     }
     std::vector<double> ratios, ms_new, ms_old;
+    StepTimes steps_old{step_nodes(*incumbent_plan), {}}, steps_new{step_nodes(*plan), {}};
     const auto measure = [&](int rounds) -> Status {
       for (int r = 0; r < rounds; ++r) {
-        OPFUSE_ASSIGN_OR_RETURN(double old_ms, time_round(*incumbent.session));
-        OPFUSE_ASSIGN_OR_RETURN(double new_ms, time_round(session));
-        ms_old.push_back(old_ms);
-        ms_new.push_back(new_ms);
-        ratios.push_back(new_ms / old_ms);
+        OPFUSE_ASSIGN_OR_RETURN(Round old_round, time_round(*incumbent_plan));
+        OPFUSE_ASSIGN_OR_RETURN(Round new_round, time_round(*plan));
+        ms_old.push_back(old_round.ms);
+        ms_new.push_back(new_round.ms);
+        ratios.push_back(new_round.ms / old_round.ms);
+        steps_old.rounds_us.push_back(std::move(old_round.step_us));
+        steps_new.rounds_us.push_back(std::move(new_round.step_us));
       }
       return Status::ok();
     };
@@ -241,6 +277,17 @@ class Tuner {
     if (keep) {
       best = *record;
       incumbent = Candidate{what, std::move(session)};
+      return Status::ok();
+    }
+    if (narrowing && narrowing->nodes.size() > 1) {
+      const std::vector<std::string> faster =
+          nodes_faster_in_their_steps(steps_old, steps_new, narrowing->nodes, options_.node_ratio);
+      if (!faster.empty() && faster.size() < narrowing->nodes.size()) {
+        ++total_;
+        return compare(str_cat(what, ", only the ", faster.size(), " of ", narrowing->nodes.size(),
+                               " nodes faster in their own steps"),
+                       narrowing->record_for(faster), incumbent, best);
+      }
     }
     return Status::ok();
   }
@@ -266,6 +313,42 @@ class Tuner {
 };
 
 }  // namespace
+
+std::vector<std::string> nodes_faster_in_their_steps(const StepTimes& incumbent, const StepTimes& candidate,
+                                                     const std::vector<std::string>& changed, double ratio) {
+  const auto index_of = [](const StepTimes& t, const std::string& node) -> std::optional<size_t> {
+    const auto it = std::find(t.nodes.begin(), t.nodes.end(), node);
+    if (it == t.nodes.end()) return std::nullopt;
+    return static_cast<size_t>(it - t.nodes.begin());
+  };
+  // The median over rounds of the node's step plus the step of `next` (when there is one).
+  const auto cost = [&](const StepTimes& t, size_t step, const std::optional<std::string>& next) -> std::optional<double> {
+    std::optional<size_t> after;
+    if (next) {
+      after = index_of(t, *next);
+      if (!after) return std::nullopt;
+    }
+    std::vector<double> per_round;
+    for (const std::vector<double>& us : t.rounds_us) {
+      if (step >= us.size() || (after && *after >= us.size())) return std::nullopt;
+      per_round.push_back(us[step] + (after ? us[*after] : 0.0));
+    }
+    if (per_round.empty()) return std::nullopt;
+    return median(std::move(per_round));
+  };
+  std::vector<std::string> faster;
+  for (const std::string& node : changed) {
+    const auto old_step = index_of(incumbent, node);
+    const auto new_step = index_of(candidate, node);
+    if (!old_step || !new_step) continue;
+    std::optional<std::string> next;
+    if (*old_step + 1 < incumbent.nodes.size()) next = incumbent.nodes[*old_step + 1];
+    const auto old_cost = cost(incumbent, *old_step, next);
+    const auto new_cost = cost(candidate, *new_step, next);
+    if (old_cost && new_cost && *old_cost > 0 && *new_cost <= ratio * *old_cost) faster.push_back(node);
+  }
+  return faster;
+}
 
 Result<TuningRecord> tune_model(const Graph& model, const TensorMap& inputs, const TuneOptions& options) {
   if (options.session.mode != ExecutionMode::kGraph) {

@@ -237,6 +237,29 @@ TEST(TunerTest, DoesNotTimeACandidateThatChangesNothing) {
   EXPECT_EQ(own_pass, 1);
 }
 
+// The per-node evidence a class measurement leaves: a node counts with the step after it (which
+// reads its output), medians over rounds, and is taken only at or below the ratio.
+TEST(TunerTest, NarrowsAClassToTheNodesFasterInTheirOwnSteps) {
+  StepTimes incumbent{{"a", "a_reader", "b", "b_reader", "c"}, {}};
+  StepTimes candidate = incumbent;
+  // Per round: a is faster alone, b is faster but leaves its reader slower (no gain in all), c,
+  // the last step, is faster alone; round 2 is an outlier the median ignores.
+  incumbent.rounds_us = {{100, 50, 100, 50, 40}, {100, 50, 100, 50, 40}, {100, 50, 100, 50, 40}};
+  candidate.rounds_us = {{70, 50, 70, 85, 30}, {400, 400, 400, 400, 400}, {70, 50, 70, 85, 30}};
+  EXPECT_EQ(nodes_faster_in_their_steps(incumbent, candidate, {"a", "b", "c"}, 0.9),
+            (std::vector<std::string>{"a", "c"}));
+  // At a stricter ratio only c (0.75) is left; a node absent from a plan is never taken.
+  EXPECT_EQ(nodes_faster_in_their_steps(incumbent, candidate, {"a", "c", "gone"}, 0.78),
+            (std::vector<std::string>{"c"}));
+  // The step after a node is found by name in the candidate's plan, wherever it runs there.
+  StepTimes reordered{{"a", "b", "a_reader", "b_reader", "c"}, {{70, 70, 50, 85, 30}}};
+  StepTimes one_round{incumbent.nodes, {incumbent.rounds_us[0]}};
+  EXPECT_EQ(nodes_faster_in_their_steps(one_round, reordered, {"a", "b"}, 0.9), (std::vector<std::string>{"a"}));
+  // No rounds, no evidence.
+  EXPECT_TRUE(nodes_faster_in_their_steps(StepTimes{incumbent.nodes, {}}, StepTimes{incumbent.nodes, {}}, {"a"}, 0.9)
+                  .empty());
+}
+
 TEST(TunerTest, StopsMeasuringAtTheBudget) {
   TuneOptions options;
   options.session.level = OptLevel::kO3;
