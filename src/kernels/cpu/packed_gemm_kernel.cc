@@ -30,6 +30,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/constant_weights_product.h"
@@ -93,6 +94,15 @@ HWY_NOINLINE void EpilogueTile(const GemmTile& t, float* tile, size_t rows) {
   EpilogueIntoRows(*t.epilogue, tile, TileRows{t.c, t.ldc, t.c_group, t.residual, t.ldr}, rows);
 }
 
+// Every accumulator set to zero in its register. A loop storing zeros into the arrays is what
+// GCC's loop distribution turns into a memset: two `rep stos` of the arrays on the stack per
+// tile, then loads of them into the registers, 14% of a 1x1 conv's samples with 16 input
+// channels (Zen 4, AVX-512).
+template <size_t... kRow>
+HWY_INLINE void ZeroAccumulators(DF d, VF* acc0, VF* acc1, std::index_sequence<kRow...>) {
+  ((acc0[kRow] = hn::Zero(d), acc1[kRow] = hn::Zero(d)), ...);
+}
+
 // kRows x NR of Y: accumulate over the K block in registers, add the bias, store; with an
 // epilogue, the store goes to a tile in L1 that the epilogue stores to Y.
 template <size_t kRows, bool kPrefetch, bool kBlocked>
@@ -100,9 +110,13 @@ HWY_INLINE void Tile(const GemmTile& t) {
   const DF d;
   const size_t c_group = kBlocked ? t.c_group : kLanes;
   VF acc0[kRows], acc1[kRows];
-  for (size_t r = 0; r < kRows; ++r) {
-    acc0[r] = t.accumulate ? hn::LoadU(d, t.c + r * t.ldc) : hn::Zero(d);
-    acc1[r] = t.accumulate ? hn::LoadU(d, t.c + r * t.ldc + c_group) : hn::Zero(d);
+  if (t.accumulate) {
+    for (size_t r = 0; r < kRows; ++r) {
+      acc0[r] = hn::LoadU(d, t.c + r * t.ldc);
+      acc1[r] = hn::LoadU(d, t.c + r * t.ldc + c_group);
+    }
+  } else {
+    ZeroAccumulators(d, acc0, acc1, std::make_index_sequence<kRows>());
   }
   const float* HWY_RESTRICT b = t.b;
   // Steps [k, k1) of A's columns from `a` (its column k0 at a[k0]).
