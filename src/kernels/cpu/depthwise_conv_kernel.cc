@@ -241,15 +241,6 @@ std::optional<Plan> plan_of(const KernelCompileContext& ctx) {
   return p;
 }
 
-std::optional<std::pair<float, float>> clamp_of(const hwy_cpu::VectorEpilogue& e) {
-  using Kind = hwy_cpu::FastPostOp::Kind;
-  if (e.fast.size() != 1) return std::nullopt;
-  const hwy_cpu::FastPostOp& op = e.fast[0];
-  if (op.kind == Kind::kRelu) return std::pair{0.0f, std::numeric_limits<float>::infinity()};
-  if (op.kind == Kind::kClip) return std::pair{op.a, op.b};
-  return std::nullopt;
-}
-
 class DepthwiseConvKernel final : public Kernel {
  public:
   explicit DepthwiseConvKernel(const Plan& p)
@@ -357,7 +348,7 @@ class DepthwiseConvKernel final : public Kernel {
   int64_t blocks_ = 0;
   // (lo, hi) when the epilogue is one Relu or Clip, applied in registers (MobileNets' ReLU6): as
   // a pass over each band it took a third as long as the conv on 14x14 maps.
-  std::optional<std::pair<float, float>> clamp_ = clamp_of(epilogue_);
+  std::optional<std::pair<float, float>> clamp_ = hwy_cpu::clamp_of(epilogue_);
   // The copy's width: X's with its left padding and as many columns right as the last window reads.
   int64_t copy_width_ = std::max(p_.pl + p_.w, (p_.ow - 1) * p_.stride + p_.kw);
   // Output rows per band at most: the band's copy fills an eighth of L2 (so it stays there with

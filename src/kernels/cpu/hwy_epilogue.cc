@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
 
 #include "kernels/cpu/hwy_epilogue.h"
@@ -92,6 +93,15 @@ void apply_fast_chunk(const VectorEpilogue& e, float* y, const float* residual, 
 }
 
 }  // namespace
+
+std::optional<std::pair<float, float>> clamp_of(const VectorEpilogue& e) {
+  using Kind = FastPostOp::Kind;
+  if (e.fast.size() != 1) return std::nullopt;
+  const FastPostOp& op = e.fast[0];
+  if (op.kind == Kind::kRelu) return std::pair{0.0f, std::numeric_limits<float>::infinity()};
+  if (op.kind == Kind::kClip) return std::pair{op.a, op.b};
+  return std::nullopt;
+}
 
 std::optional<VectorEpilogue> vector_epilogue(std::span<const PostOp> ops, bool hand_written) {
   VectorEpilogue out;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/hwy_vinstr.h"
@@ -55,6 +56,10 @@ struct VectorEpilogue {
 // `hand_written` false: the program even when every post-op has a hand-written form (tests
 // check both).
 std::optional<VectorEpilogue> vector_epilogue(std::span<const PostOp> ops, bool hand_written = true);
+
+// (lo, hi) when the epilogue is one Relu or Clip: kernels clamp their accumulators in registers
+// before the only store (comparisons with NaN are false, so NaN stays NaN).
+std::optional<std::pair<float, float>> clamp_of(const VectorEpilogue& e);
 
 // The epilogue of anchor `node` (an opfuse op with an `epilogue` attribute and its residual as
 // input 3) when a kernel can run it over its output of dims `y`: every post-op has a vector form,

@@ -62,7 +62,9 @@ struct GemmTile {
   size_t prefetch_every;
   // Only on the last K block (else null / 0):
   const float* bias;        // NR floats
-  const VectorEpilogue* epilogue;  // null when there is none
+  const VectorEpilogue* epilogue;  // null when there is none (or it is the clamp below)
+  bool clamp;               // the epilogue is one Relu or Clip: accumulators clamped to [lo, hi]
+  float lo, hi;
   const float* residual;    // "add"'s input at the tile's first element
   size_t ldr;
 };
@@ -186,6 +188,14 @@ HWY_INLINE void Tile(const GemmTile& t) {
     for (size_t r = 0; r < kRows; ++r) {
       acc0[r] = hn::Add(acc0[r], c0);
       acc1[r] = hn::Add(acc1[r], c1);
+    }
+  }
+  if (t.clamp) {  // in registers, before the only store (comparisons with NaN are false: NaN stays)
+    const VF lo = hn::Set(d, t.lo), hi = hn::Set(d, t.hi);
+#pragma GCC unroll 16
+    for (size_t r = 0; r < kRows; ++r) {
+      acc0[r] = hn::IfThenElse(hn::Gt(acc0[r], hi), hi, hn::IfThenElse(hn::Lt(acc0[r], lo), lo, acc0[r]));
+      acc1[r] = hn::IfThenElse(hn::Gt(acc1[r], hi), hi, hn::IfThenElse(hn::Lt(acc1[r], lo), lo, acc1[r]));
     }
   }
   if (t.epilogue != nullptr) {
@@ -379,7 +389,10 @@ class PackedGemmKernel final : public Kernel {
           tile.next_b = p + 1 < p1 ? panel_block(p + 1, k0, kc) : nullptr;
           if (last) {
             tile.bias = bias_.empty() ? nullptr : bias_.data() + col;
-            tile.epilogue = epilogue_.empty() ? nullptr : &epilogue_;
+            tile.epilogue = epilogue_.empty() || clamp_ ? nullptr : &epilogue_;
+            tile.clamp = clamp_.has_value();
+            tile.lo = clamp_ ? clamp_->first : 0.0f;
+            tile.hi = clamp_ ? clamp_->second : 0.0f;
             tile.residual = residual != nullptr ? residual + c_at : nullptr;
             tile.ldr = static_cast<size_t>(ldc_);
           }
@@ -396,6 +409,9 @@ class PackedGemmKernel final : public Kernel {
   bool blocked_ = false;
   int64_t lanes_ = 0, lda_ = 0, ldc_ = 0, group_ = 0;
   hwy_cpu::VectorEpilogue epilogue_;
+  // (lo, hi) when the epilogue is one Relu or Clip, applied to the accumulators: through the L1
+  // tile it took a 1x1 conv of 16 -> 64 channels at 112x112 from 143 to 180-203 us (2 threads, Zen 4).
+  std::optional<std::pair<float, float>> clamp_ = hwy_cpu::clamp_of(epilogue_);
   bool has_residual_;
   int64_t nr_ = 0, mr_ = 0, panels_ = 0, kc_ = 0, mc_ = 0;
   PackedFloats packed_;
