@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -194,8 +195,15 @@ HWY_INLINE void Tile(const GemmTile& t) {
     const VF lo = hn::Set(d, t.lo), hi = hn::Set(d, t.hi);
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
-      acc0[r] = hn::IfThenElse(hn::Gt(acc0[r], hi), hi, hn::IfThenElse(hn::Lt(acc0[r], lo), lo, acc0[r]));
-      acc1[r] = hn::IfThenElse(hn::Gt(acc1[r], hi), hi, hn::IfThenElse(hn::Lt(acc1[r], lo), lo, acc1[r]));
+      acc0[r] = hn::IfThenElse(hn::Lt(acc0[r], lo), lo, acc0[r]);
+      acc1[r] = hn::IfThenElse(hn::Lt(acc1[r], lo), lo, acc1[r]);
+    }
+    if (t.hi < std::numeric_limits<float>::infinity()) {  // a Clip (a Relu has no upper bound)
+#pragma GCC unroll 16
+      for (size_t r = 0; r < kRows; ++r) {
+        acc0[r] = hn::IfThenElse(hn::Gt(acc0[r], hi), hi, acc0[r]);
+        acc1[r] = hn::IfThenElse(hn::Gt(acc1[r], hi), hi, acc1[r]);
+      }
     }
   }
   if (t.epilogue != nullptr) {
