@@ -21,9 +21,17 @@ GemmBlocks gemm_blocks(const Target& target, int64_t k, int64_t panels, int64_t 
   return b;
 }
 
-GemmShare gemm_share(int64_t panels, int64_t m, int64_t tile_rows, int64_t t, int64_t nt) {
+GemmShare gemm_share(int64_t panels, int64_t m, int64_t tile_rows, int64_t t, int64_t nt, bool last_panel_half) {
   GemmShare s{0, panels, 0, m};
-  if (panels >= 2 * nt || m < nt * tile_rows) {
+  // Work in half panels (vectors of columns) of panels [p0, p1).
+  const auto work = [&](int64_t p0, int64_t p1) { return 2 * (p1 - p0) - (last_panel_half && p1 == panels && p1 > p0); };
+  bool by_panels = panels >= 2 * nt || m < nt * tile_rows;
+  if (by_panels && m >= nt * tile_rows) {
+    int64_t most = 0;
+    for (int64_t i = 0; i < nt; ++i) most = std::max(most, work(panels * i / nt, panels * (i + 1) / nt));
+    by_panels = most * nt * 10 <= work(0, panels) * 11;
+  }
+  if (by_panels) {
     s.p0 = panels * t / nt;
     s.p1 = panels * (t + 1) / nt;
   } else {

@@ -38,7 +38,11 @@ struct GemmShare {
   int64_t r0 = 0, r1 = 0;  // rows [r0, r1)
 };
 // Thread t of nt: a share of the panels when there are enough for every thread (each then reads
-// only its own share of the packed weights), else of the rows in whole tiles.
-GemmShare gemm_share(int64_t panels, int64_t m, int64_t tile_rows, int64_t t, int64_t nt);
+// only its own share of the packed weights) and no share holds more than a tenth above the
+// average work, else of the rows in whole tiles. `last_panel_half`: the last panel costs half
+// (cpu.gemm runs a last panel of one vector on that vector alone). A 1x1 conv of 672 -> 112
+// channels on nChw16c is 3.5 panels: by panels one thread had 2, the other 1.5.
+GemmShare gemm_share(int64_t panels, int64_t m, int64_t tile_rows, int64_t t, int64_t nt,
+                     bool last_panel_half = false);
 
 }  // namespace opfuse

@@ -108,7 +108,9 @@ HWY_INLINE void ZeroAccumulators(DF d, VF* acc0, VF* acc1, std::index_sequence<k
 
 // kRows x NR of Y: accumulate over the K block in registers, add the bias, store; with an
 // epilogue, the store goes to a tile in L1 that the epilogue stores to Y.
-template <size_t kRows, bool kPrefetch, bool kBlocked>
+// kHalf: only the panel's first vector of columns is Y's (the last panel of an odd number of
+// vectors): its FMAs and stores are left out.
+template <size_t kRows, bool kPrefetch, bool kBlocked, bool kHalf = false>
 HWY_INLINE void Tile(const GemmTile& t) {
   const DF d;
   const size_t c_group = kBlocked ? t.c_group : kLanes;
@@ -122,7 +124,7 @@ HWY_INLINE void Tile(const GemmTile& t) {
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
       acc0[r] = hn::LoadU(d, t.c + r * t.ldc);
-      acc1[r] = hn::LoadU(d, t.c + r * t.ldc + c_group);
+      if constexpr (!kHalf) acc1[r] = hn::LoadU(d, t.c + r * t.ldc + c_group);
     }
   } else {
     ZeroAccumulators(d, acc0, acc1, std::make_index_sequence<kRows>());
@@ -134,12 +136,12 @@ HWY_INLINE void Tile(const GemmTile& t) {
     // (one core of the Xeon at AVX2, 128x768x3072: 0.85 -> 0.90 of the FMA peak; 8 no better).
 #pragma GCC unroll 4
     for (; k < k1; ++k, b += kPanel) {
-      const VF b0 = hn::Load(d, b), b1 = hn::Load(d, b + kLanes);
+      const VF b0 = hn::Load(d, b), b1 = kHalf ? b0 : hn::Load(d, b + kLanes);
 #pragma GCC unroll 16
       for (size_t r = 0; r < kRows; ++r) {
         const VF ar = hn::Set(d, a[r * t.lda + k]);
         acc0[r] = hn::MulAdd(ar, b0, acc0[r]);
-        acc1[r] = hn::MulAdd(ar, b1, acc1[r]);
+        if constexpr (!kHalf) acc1[r] = hn::MulAdd(ar, b1, acc1[r]);
       }
     }
   };
@@ -155,12 +157,12 @@ HWY_INLINE void Tile(const GemmTile& t) {
         const float* HWY_RESTRICT a = t.a + g / kLanes * t.a_group;
 #pragma GCC unroll 4
         for (size_t k = 0; k < kLanes; ++k, b += kPanel) {
-          const VF b0 = hn::Load(d, b), b1 = hn::Load(d, b + kLanes);
+          const VF b0 = hn::Load(d, b), b1 = kHalf ? b0 : hn::Load(d, b + kLanes);
 #pragma GCC unroll 16
           for (size_t r = 0; r < kRows; ++r) {
             const VF ar = hn::Set(d, a[r * kLanes + k]);
             acc0[r] = hn::MulAdd(ar, b0, acc0[r]);
-            acc1[r] = hn::MulAdd(ar, b1, acc1[r]);
+            if constexpr (!kHalf) acc1[r] = hn::MulAdd(ar, b1, acc1[r]);
           }
         }
       }
@@ -188,7 +190,7 @@ HWY_INLINE void Tile(const GemmTile& t) {
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
       acc0[r] = hn::Add(acc0[r], c0);
-      acc1[r] = hn::Add(acc1[r], c1);
+      if constexpr (!kHalf) acc1[r] = hn::Add(acc1[r], c1);
     }
   }
   if (t.clamp) {  // in registers, before the only store (comparisons with NaN are false: NaN stays)
@@ -196,13 +198,13 @@ HWY_INLINE void Tile(const GemmTile& t) {
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
       acc0[r] = hn::IfThenElse(hn::Lt(acc0[r], lo), lo, acc0[r]);
-      acc1[r] = hn::IfThenElse(hn::Lt(acc1[r], lo), lo, acc1[r]);
+      if constexpr (!kHalf) acc1[r] = hn::IfThenElse(hn::Lt(acc1[r], lo), lo, acc1[r]);
     }
     if (t.hi < std::numeric_limits<float>::infinity()) {  // a Clip (a Relu has no upper bound)
 #pragma GCC unroll 16
       for (size_t r = 0; r < kRows; ++r) {
         acc0[r] = hn::IfThenElse(hn::Gt(acc0[r], hi), hi, acc0[r]);
-        acc1[r] = hn::IfThenElse(hn::Gt(acc1[r], hi), hi, acc1[r]);
+        if constexpr (!kHalf) acc1[r] = hn::IfThenElse(hn::Gt(acc1[r], hi), hi, acc1[r]);
       }
     }
   }
@@ -211,21 +213,41 @@ HWY_INLINE void Tile(const GemmTile& t) {
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
       hn::Store(acc0[r], d, tile + r * kPanel);
-      hn::Store(acc1[r], d, tile + r * kPanel + kLanes);
+      if constexpr (!kHalf) hn::Store(acc1[r], d, tile + r * kPanel + kLanes);
     }
     return EpilogueTile(t, tile, kRows);
   }
 #pragma GCC unroll 16
   for (size_t r = 0; r < kRows; ++r) {
     hn::StoreU(acc0[r], d, t.c + r * t.ldc);
-    hn::StoreU(acc1[r], d, t.c + r * t.ldc + c_group);
+    if constexpr (!kHalf) hn::StoreU(acc1[r], d, t.c + r * t.ldc + c_group);
   }
 }
 
 // `rows` rows of one panel's K block, of which the first `width` columns are Y's (the last
-// panel is narrower), in tiles (gemm_tile-inl.h's PanelTiles).
+// panel is narrower), in tiles (gemm_tile-inl.h's PanelTiles). A last panel of exactly one
+// vector without an epilogue beyond a clamp (a 1x1 conv with an odd number of channel blocks,
+// or N an odd multiple of the vector) runs its full tiles on that vector alone, in place: through
+// the tile-sized buffer half of its FMAs were on zero columns and every tile was copied (1x1 conv
+// of 672 -> 112 channels at 14x14, 2 threads, Zen 4: 156 -> 139 us with gemm_share weighing the
+// half panel; oneDNN's jit_1x1 137-144).
 template <bool kBlocked>
-void PanelRows(const GemmTile& tile, size_t rows, size_t width) {
+void PanelRows(const GemmTile& whole, size_t rows, size_t width) {
+  size_t done = 0;
+  if (width == kLanes && whole.epilogue == nullptr && whole.residual == nullptr) {
+    for (; done + kTileRows <= rows; done += kTileRows) {
+      GemmTile t = whole;
+      t.a += done * t.lda;
+      t.c += done * t.ldc;
+      Tile<kTileRows, false, kBlocked, /*kHalf=*/true>(t);
+    }
+    if (done == rows) return;
+  }
+  GemmTile tile = whole;  // the rows left
+  tile.a += done * tile.lda;
+  tile.c += done * tile.ldc;
+  if (tile.residual != nullptr) tile.residual += done * tile.ldr;
+  rows -= done;
   const TileRows y{tile.c, tile.ldc, tile.c_group, tile.residual, tile.ldr};
   PanelTiles(y, rows, width, tile.accumulate, [&](const TileRows& out, size_t r0, size_t n) HWY_ATTR {
     GemmTile t = tile;
@@ -319,7 +341,8 @@ class PackedGemmKernel final : public Kernel {
     const int64_t threads = images_ * m_ * n_ * k_ >= kParallelMacs ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(static_cast<int>(threads)) if (threads > 1)
     {
-      const GemmShare share = gemm_share(panels_, m_, mr_, omp_get_thread_num(), omp_get_num_threads());
+      const GemmShare share = gemm_share(panels_, m_, mr_, omp_get_thread_num(), omp_get_num_threads(),
+                                         /*last_panel_half=*/n_ % nr_ == lanes_ && clamp_or_none());
       for (int64_t i = 0; i < images_; ++i) {
         run_block(a + i * m_ * k_, residual != nullptr ? residual + i * m_ * n_ : nullptr, y + i * m_ * n_, share.p0,
                   share.p1, share.r0, share.r1);
@@ -417,6 +440,9 @@ class PackedGemmKernel final : public Kernel {
   bool blocked_ = false;
   int64_t lanes_ = 0, lda_ = 0, ldc_ = 0, group_ = 0;
   hwy_cpu::VectorEpilogue epilogue_;
+  // Whether the tiles store straight to Y (no epilogue, or only a clamp): then a last panel of
+  // one vector runs on that vector alone (PanelRows).
+  bool clamp_or_none() const { return (epilogue_.empty() || clamp_) && !has_residual_; }
   // (lo, hi) when the epilogue is one Relu or Clip, applied to the accumulators: through the L1
   // tile it took a 1x1 conv of 16 -> 64 channels at 112x112 from 143 to 180-203 us (2 threads, Zen 4).
   std::optional<std::pair<float, float>> clamp_ = hwy_cpu::clamp_of(epilogue_);
