@@ -317,6 +317,33 @@ TEST(PackedGemm, BlocksFollowTheTargetsCaches) {
   EXPECT_EQ(b.mc, 8190);
 }
 
+// Threads split the panels when each share is within a tenth of the average work (a half panel,
+// one vector wide, counting half), else the rows in whole tiles; too few rows for every thread
+// leave the panels split however uneven.
+TEST(PackedGemm, SharesSplitRowsWhenPanelsWouldNotBalance) {
+  const auto share = [](int64_t panels, int64_t m, int64_t t, bool half) { return gemm_share(panels, m, 12, t, 2, half); };
+  GemmShare s = share(96, 128, 1, false);  // BERT's 3072 columns: 48 panels each
+  EXPECT_EQ(s.p0, 48);
+  EXPECT_EQ(s.p1, 96);
+  EXPECT_EQ(s.r1 - s.r0, 128);
+  s = share(95, 128, 0, true);  // 47 of 94.5 panels' work against 47.5: still by panels
+  EXPECT_EQ(s.p1 - s.p0, 47);
+  s = share(4, 196, 0, true);  // 672 -> 112 channels at 14x14: 2 against 1.5 panels, so rows
+  EXPECT_EQ(s.p0, 0);
+  EXPECT_EQ(s.p1, 4);
+  EXPECT_EQ(s.r0, 0);
+  EXPECT_EQ(s.r1, 96);  // 8 of the 17 tiles
+  EXPECT_EQ(share(4, 196, 1, true).r0, 96);
+  EXPECT_EQ(share(4, 196, 1, true).r1, 196);
+  s = share(4, 196, 0, false);  // four whole panels balance
+  EXPECT_EQ(s.p1, 2);
+  EXPECT_EQ(s.r1, 196);
+  s = share(5, 196, 0, false);  // 2 against 3 panels: rows
+  EXPECT_EQ(s.p1, 5);
+  s = share(5, 12, 1, false);  // one tile of rows: the panels, uneven
+  EXPECT_EQ(s.p0, 2);
+  EXPECT_EQ(s.p1, 5);
+}
 
 // Not a test: GFLOP/s of cpu.gemm next to the kernel create_kernel picks by default (oneDNN on
 // AVX-512) on BERT-base's and mlp_blocks' products. Each shape runs as a chain of products with
