@@ -27,10 +27,10 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <utility>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
