@@ -48,6 +48,11 @@ struct KernelCompileContext {
   // node can hold one (runtime/non_finite.h), so a post-op that maps NaN to a number (oneDNN's
   // relu, clip) may run inside the library kernel.
   bool exact_non_finite = true;
+  // Set by `by_finiteness` when the kernel made for this context differs with exact_non_finite:
+  // the plan for finite inputs and the NaN-exact one then differ at this node (a session runs one
+  // plan for both when none does, CompiledPlan::same_for_any_finiteness). Mutable: kernels see
+  // the context as const, and this only records what they chose.
+  mutable bool chose_by_finiteness = false;
   // The kernel to use (a KernelImpl name, or "reference"), as a tuning record chose it; empty:
   // the table's order. A name that does not support the node falls back to the table.
   std::string_view kernel = {};
@@ -58,6 +63,14 @@ struct KernelCompileContext {
   // Compiles the bodies of If, Loop and Scan (kernels/subgraph_compiler.h); null: they run
   // through their reference kernels, body by body in eager mode.
   const class SubgraphCompiler* subgraphs = nullptr;
+
+  // `exact` where the kernel must keep NaN and Inf, else `finite`: every choice a kernel makes by
+  // exact_non_finite goes through here, so that the plan knows whether it made one.
+  template <typename T>
+  T by_finiteness(T exact, T finite) const {
+    if (exact != finite) chose_by_finiteness = true;
+    return exact_non_finite ? exact : finite;
+  }
 
   // Input i's constant data when it is f32 of exactly these dims (weights a kernel packs), else null.
   const Tensor* f32_constant(size_t i, const std::vector<int64_t>& dims) const {

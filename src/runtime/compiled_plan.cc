@@ -86,6 +86,11 @@ Status CompiledPlan::assign_slots(Graph& graph, const CompileOptions& options) {
   for (size_t i = 0; i < graph_->outputs().size(); ++i) output_index[graph_->outputs()[i]] = static_cast<int>(i);
 
   const auto may_be_non_finite = values_that_may_be_non_finite(*graph_, options.inputs_finite);
+  const auto may_be_non_finite_otherwise = values_that_may_be_non_finite(*graph_, !options.inputs_finite);
+  auto reads_one_of = [](const Node& node, const std::unordered_set<const Value*>& values) {
+    return std::any_of(node.inputs().begin(), node.inputs().end(),
+                       [&](const Value* in) { return in != nullptr && values.count(in) > 0; });
+  };
   const std::vector<Node*> nodes = graph_->nodes();
   for (const Node* node : nodes) {
     for (const Value* in : node->inputs()) {
@@ -149,8 +154,7 @@ Status CompiledPlan::assign_slots(Graph& graph, const CompileOptions& options) {
     }
     KernelCompileContext ctx{*node, std::move(constants), options.threads};
     ctx.subgraphs = options.subgraphs;
-    ctx.exact_non_finite = std::any_of(node->inputs().begin(), node->inputs().end(),
-                                       [&](const Value* in) { return in != nullptr && may_be_non_finite.count(in) > 0; });
+    ctx.exact_non_finite = reads_one_of(*node, may_be_non_finite);
     if (options.kernels != nullptr) {
       if (auto it = options.kernels->find(node->name()); it != options.kernels->end()) ctx.kernel = it->second;
     }
@@ -163,6 +167,9 @@ Status CompiledPlan::assign_slots(Graph& graph, const CompileOptions& options) {
     std::vector<std::string_view> alternatives;
     if (options.list_alternatives) alternatives = kernel_alternatives(ctx);
     OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, create_kernel(ctx));
+    if (ctx.chose_by_finiteness && ctx.exact_non_finite != reads_one_of(*node, may_be_non_finite_otherwise)) {
+      same_for_any_finiteness_ = false;
+    }
     const bool tuned = (!ctx.kernel.empty() && kernel->name() == ctx.kernel) ||
                        ctx.epilogue != KernelCompileContext::Epilogue::kDefault;
     for (size_t i = 0; i < node->inputs().size(); ++i) {

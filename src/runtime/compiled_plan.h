@@ -79,6 +79,10 @@ class CompiledPlan {
   // "Conv 'conv1' -> onednn.conv" lines, in execution order; a step writing its output over an
   // input's buffer says so: "... (in place over input 3) -> ...".
   std::vector<std::string> describe_steps() const;
+  // Whether compiling under the other assumption about the inputs (CompileOptions::inputs_finite)
+  // would make this same plan: no kernel chose by exact_non_finite at a node where the two
+  // assumptions differ. The session then runs this plan for finite and non-finite inputs alike.
+  bool same_for_any_finiteness() const { return same_for_any_finiteness_; }
   // What the passes that produced this plan's graph decided (folds applied, refusals and why).
   const std::vector<PassDecision>& pass_decisions() const { return decisions_; }
   void set_pass_decisions(std::vector<PassDecision> decisions) { decisions_ = std::move(decisions); }
@@ -127,6 +131,7 @@ class CompiledPlan {
   std::shared_ptr<const Graph> graph_;
   int threads_ = 0;
   bool flush_denormals_ = false;
+  bool same_for_any_finiteness_ = true;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   std::vector<BufferRequest> buffers_;

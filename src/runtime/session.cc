@@ -337,6 +337,11 @@ Result<std::shared_ptr<const CompiledPlan>> Session::plan_for(const TensorMap& i
   {
     std::lock_guard lock(plans_->mutex);
     if (auto plan = plans_->find(key)) return plan;
+    // A plan compiled for the other finiteness serves when it would come out the same: no second
+    // compile, and no second read of weights the session released.
+    if (auto plan = plans_->find({key.first, !key.second}); plan != nullptr && plan->same_for_any_finiteness()) {
+      return plan;
+    }
   }
   // Compiled outside the lock; if two threads race, both compile and the first result is kept.
   OPFUSE_ASSIGN_OR_RETURN(auto plan, compile_for(shapes, key.second, values));

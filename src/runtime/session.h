@@ -87,7 +87,8 @@ class Session {
   // Graph mode: the compiled plan for these inputs' shapes (compiled on first use, then cached).
   // Inputs holding NaN or Inf get a plan that keeps their semantics in every kernel; inputs all
   // finite a plan that may clamp inside library kernels where NaN cannot arise
-  // (runtime/non_finite.h).
+  // (runtime/non_finite.h); one plan serves both when no kernel would differ
+  // (CompiledPlan::same_for_any_finiteness).
   Result<std::shared_ptr<const CompiledPlan>> plan_for(const TensorMap& inputs) const;
   const SessionOptions& options() const { return options_; }
   // Plans compiled so far (evicted ones included), and plans held now.

@@ -166,11 +166,51 @@ TEST(NonFinitePlanTest, FiniteInputsClampInsideTheLibraryKernel) {
   };
   EXPECT_EQ(conv_step(finite).find("then relu"), std::string::npos) << conv_step(finite);
   EXPECT_NE(conv_step(special).find("then relu"), std::string::npos) << conv_step(special);
+  EXPECT_EQ(session->compile_count(), 2);
+  EXPECT_FALSE(session->plan_for(finite).value()->same_for_any_finiteness());
   for (const TensorMap* inputs : {&finite, &special}) {
     auto want = run_eager(*g, *inputs);
     auto got = session->run(*inputs);
     ASSERT_TRUE(want.is_ok() && got.is_ok());
     EXPECT_LE(max_relative_difference(*got, *want), 1e-4);
+  }
+}
+
+// Where no kernel chooses by finiteness (a sigmoid keeps NaN inside oneDNN's kernel too, a MatMul
+// has no epilogue), the plan compiled for the first inputs serves the others, finite or not,
+// whichever came first: no second compile (which would read released weights back). Each run
+// computes what eager mode computes, NaN included.
+TEST(NonFinitePlanTest, OnePlanServesFiniteAndNonFiniteInputsWhenNoKernelWouldDiffer) {
+  const char* text = R"(graph @main opset 13 (%x: f32[1,16,8,8], %m: f32[4,16]) {
+  %w: f32[16,16,3,3] = const splat 0.02
+  %b: f32[16] = const splat 0.1
+  %k: f32[16,24] = const splat 0.03
+  %c: f32[1,16,8,8] = Conv(%x, %w, %b) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} #conv
+  %y: f32[1,16,8,8] = Sigmoid(%c) #sigmoid
+  %z: f32[4,24] = MatMul(%m, %k) #matmul
+  return %y, %z
+})";
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const TensorMap finite = testing_graphs::random_inputs(*g, 3);
+  const TensorMap special = inputs_with_specials(*g);
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO2, OptLevel::kO3}) {
+    for (bool finite_first : {true, false}) {
+      SCOPED_TRACE(str_cat(opt_level_name(level), finite_first ? ", finite inputs first" : ", NaN first"));
+      SessionOptions options;
+      options.level = level;
+      auto session = Session::create(g->clone(), options);
+      ASSERT_TRUE(session.is_ok()) << session.status().message();
+      for (const TensorMap* inputs : finite_first ? std::vector{&finite, &special} : std::vector{&special, &finite}) {
+        auto want = run_eager(*g, *inputs);
+        auto got = session->run(*inputs);
+        ASSERT_TRUE(want.is_ok() && got.is_ok());
+        EXPECT_LE(max_relative_difference(*got, *want), 1e-4);
+      }
+      EXPECT_EQ(session->compile_count(), 1);
+      EXPECT_EQ(session->plan_for(finite).value(), session->plan_for(special).value());
+      EXPECT_TRUE(session->plan_for(finite).value()->same_for_any_finiteness());
+    }
   }
 }
 

@@ -136,15 +136,16 @@ onnx::ModelProto constant_node_model() {
 TEST_F(ReleasedWeights, PlansHoldPackedWeightsOnceAndTheSessionReadsThemBack) {
   for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
     const Session s = session(level);
-    // Batch 1 runs cpu.gemv, 4 cpu.gemm, and NaN inputs get a plan of their own: three compiles,
-    // each after the previous one released the weights.
-    Tensor nan_x = random_tensor({4, 32}, 9);
+    // Batch 1 runs cpu.gemv, 4 and 3 cpu.gemm: three compiles, each after the previous one
+    // released the weights. (The NaN in batch 3 needs no plan of its own: no kernel here would
+    // differ for it, CompiledPlan::same_for_any_finiteness.)
+    Tensor nan_x = random_tensor({3, 32}, 9);
     nan_x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
     for (const Tensor& x : {random_tensor({1, 32}, 7), random_tensor({4, 32}, 8), nan_x}) {
       auto got = s.run({{"x", x}});
       ASSERT_TRUE(got.is_ok()) << got.status().message();
       EXPECT_LE(max_relative_difference(*got, want(x, 1)), 1e-5) << opt_level_name(level);
-      const bool has_nan = x.dims()[0] == 4 && std::isnan(x.data<float>()[5]);
+      const bool has_nan = x.dims()[0] == 3 && std::isnan(x.data<float>()[5]);
       if (has_nan) {
         EXPECT_TRUE(std::isnan(got->at("y").data<float>()[0])) << "row 0 holds the NaN";
       }
@@ -236,15 +237,16 @@ TEST_F(ReleasedWeights, SmallWeightsOfAModelCompiledPerShapeAreKept) {
   EXPECT_FALSE(has_data(s.graph(), "w"));
 }
 
-// A session's plans (another batch, NaN inputs) take the weights packed by the first from the
-// session's cache (kernels/packed_weight_cache.h), whether the session read them back or kept them.
+// A session's plans (another batch, here also holding a NaN) take the weights packed by the first
+// from the session's cache (kernels/packed_weight_cache.h), whether the session read them back or
+// kept them.
 TEST_F(ReleasedWeights, PlansOfOneSessionShareTheirPackedWeights) {
   for (size_t keep : {size_t{0}, size_t{1} << 20}) {
     SessionOptions options;
     options.level = OptLevel::kO1;
     options.keep_weights_bytes = keep;
     const Session s = Session::create(load_onnx_file(path_).value(), options).value();
-    Tensor nan_x = random_tensor({4, 32}, 9);
+    Tensor nan_x = random_tensor({3, 32}, 9);
     nan_x.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
     for (const Tensor& x : {random_tensor({4, 32}, 8), nan_x, random_tensor({4, 32}, 10)}) {
       auto got = s.run({{"x", x}});

@@ -380,7 +380,7 @@ bool depthwise_conv_preferred(const Target& target, const KernelCompileContext& 
   if (!p) return false;
   if (target.isa < IsaTier::kAvx512Core) return p->n * p->oh * p->ow * p->c * p->kh * p->kw <= kSmallConvMacs;
   const std::vector<PostOp>& e = p->operands.epilogue;
-  const size_t in_onednn = onednn::placed_post_ops(e, ctx, onednn::cheap_conv_post_ops(e, ctx.exact_non_finite));
+  const size_t in_onednn = onednn::placed_post_ops(e, ctx, onednn::cheap_conv_post_ops(e, ctx));
   const bool onednn_leaves_a_pass = in_onednn < e.size();
   const bool wide = p->oh >= kWideMapAvx512 && p->ow >= kWideMapAvx512;
   return p->stride == 1 && ceil_div(p->c, p->lanes) >= kManyBlocksAvx512 && (wide || onednn_leaves_a_pass);

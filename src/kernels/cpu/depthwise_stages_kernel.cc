@@ -62,8 +62,11 @@ Result<std::unique_ptr<Kernel>> stages_create(const KernelCompileContext& ctx) {
     c.subgraphs = ctx.subgraphs;
     return c;
   };
-  OPFUSE_ASSIGN_OR_RETURN(auto pointwise, create_kernel(stage_context(*stages.pointwise)));
-  OPFUSE_ASSIGN_OR_RETURN(auto depthwise, create_kernel(stage_context(*stages.depthwise)));
+  const KernelCompileContext pointwise_context = stage_context(*stages.pointwise);
+  const KernelCompileContext depthwise_context = stage_context(*stages.depthwise);
+  OPFUSE_ASSIGN_OR_RETURN(auto pointwise, create_kernel(pointwise_context));
+  OPFUSE_ASSIGN_OR_RETURN(auto depthwise, create_kernel(depthwise_context));
+  if (pointwise_context.chose_by_finiteness || depthwise_context.chose_by_finiteness) ctx.chose_by_finiteness = true;
   return std::unique_ptr<Kernel>(std::make_unique<DepthwiseStagesKernel>(
       std::move(stages), std::move(pointwise), std::move(depthwise), *expanded));
 }

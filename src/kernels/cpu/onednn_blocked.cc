@@ -202,7 +202,7 @@ PrimitivePlan build_blocked_conv_plan(const KernelCompileContext& ctx, const Blo
 // own pass (onednn_post_ops.h: HostEpilogueKernel).
 std::span<const PostOp> in_primitive(const KernelCompileContext& ctx, const std::vector<PostOp>& epilogue) {
   return std::span<const PostOp>(epilogue).first(
-      placed_post_ops(epilogue, ctx, cheap_conv_post_ops(epilogue, ctx.exact_non_finite)));
+      placed_post_ops(epilogue, ctx, cheap_conv_post_ops(epilogue, ctx)));
 }
 
 bool blocked_conv_supports(const KernelCompileContext& ctx) {
@@ -274,7 +274,7 @@ std::optional<ConvDepthwise> conv_depthwise(const KernelCompileContext& ctx) {
 // The depthwise epilogue's leading post-ops that run inside the primitive.
 std::span<const PostOp> depthwise_in_primitive(const KernelCompileContext& ctx, const ConvDepthwise& c) {
   return std::span<const PostOp>(c.depthwise_epilogue)
-      .first(cheap_conv_post_ops(c.depthwise_epilogue, ctx.exact_non_finite));
+      .first(cheap_conv_post_ops(c.depthwise_epilogue, ctx));
 }
 
 PrimitivePlan build_conv_depthwise_plan(const KernelCompileContext& ctx, const ConvDepthwise& c) {
@@ -323,7 +323,7 @@ bool conv_depthwise_supports(const KernelCompileContext& ctx) {
   const auto c = conv_depthwise(ctx);
   if (!c) return false;
   const auto& pe = c->pointwise_epilogue;
-  if (nan_keeping_post_ops(pe, ctx.exact_non_finite) != pe.size() || placed_post_ops(pe, ctx, pe.size()) != pe.size()) {
+  if (nan_keeping_post_ops(pe, ctx) != pe.size() || placed_post_ops(pe, ctx, pe.size()) != pe.size()) {
     return false;  // a post-op must run in our own pass, between the convs
   }
   const auto rest = std::span<const PostOp>(c->depthwise_epilogue).subspan(depthwise_in_primitive(ctx, *c).size());

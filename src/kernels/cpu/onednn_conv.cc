@@ -201,7 +201,7 @@ std::optional<FusedPlan> fused_plan(const KernelCompileContext& ctx) {
   if (residual && (!ctx.node.has_input(3) || static_f32_dims(ctx.node.input(3)) != g->y)) {
     return std::nullopt;
   }
-  size_t keep = placed_post_ops(*epilogue, ctx, cheap_conv_post_ops(*epilogue, ctx.exact_non_finite));
+  size_t keep = placed_post_ops(*epilogue, ctx, cheap_conv_post_ops(*epilogue, ctx));
   auto conv = in_primitive_plan(ctx, *g, std::span<const PostOp>(*epilogue).first(keep));
   if (conv && keep > 0) {
     const std::string impl = impl_of(conv->prim);

@@ -83,7 +83,7 @@ std::optional<FusedDeconvPlan> fused_deconv_plan(const KernelCompileContext& ctx
   // 2x2 stride 2 to 640x640: 65 ms with eltwise_linear vs 3.8 ms plain, Zen 5 AVX-512): those
   // run every post-op in our own pass.
   const bool few_channels = g->y.size() > 1 && g->y[1] < 16;
-  const auto head = all.first(few_channels ? 0 : placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx.exact_non_finite)));
+  const auto head = all.first(few_channels ? 0 : placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx)));
   std::vector<PostOp> rest(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
   if (!hwy_cpu::vector_epilogue(rest)) return std::nullopt;
   bool residual_in_rest = false;

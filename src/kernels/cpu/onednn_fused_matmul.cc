@@ -33,7 +33,7 @@ std::optional<FusedMatmulPlan> describe(const KernelCompileContext& ctx, bool ge
   if (node.has_input(3) && static_f32_dims(node.input(3)) != spec->y_tensor_dims) return std::nullopt;
   FusedMatmulPlan plan{std::move(*spec), {}, -1, {}};
   const std::span<const PostOp> all(*epilogue);
-  const auto head = all.first(placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx.exact_non_finite)));
+  const auto head = all.first(placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx)));
   plan.rest.assign(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
   if (!hwy_cpu::vector_epilogue(plan.rest)) return std::nullopt;
   bool residual_in_rest = false;

@@ -87,13 +87,15 @@ bool onednn_keeps_nan(const PostOp& op) {
   return form->keeps_nan;
 }
 
-size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
+namespace {
+
+size_t leading_nan_keeping(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
   while (n < ops.size() && onednn_form(ops[n]) != nullptr && (!exact_non_finite || onednn_keeps_nan(ops[n]))) ++n;
   return n;
 }
 
-size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
+size_t leading_cheap(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
   while (n < ops.size()) {
     const OnednnPostOp* form = onednn_form(ops[n]);
@@ -103,9 +105,19 @@ size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite) {
   return n;
 }
 
+}  // namespace
+
+size_t nan_keeping_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx) {
+  return ctx.by_finiteness(leading_nan_keeping(ops, true), leading_nan_keeping(ops, false));
+}
+
+size_t cheap_conv_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx) {
+  return ctx.by_finiteness(leading_cheap(ops, true), leading_cheap(ops, false));
+}
+
 size_t placed_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx, size_t by_default) {
   switch (ctx.epilogue) {
-    case KernelCompileContext::Epilogue::kLibrary: return nan_keeping_post_ops(ops, ctx.exact_non_finite);
+    case KernelCompileContext::Epilogue::kLibrary: return nan_keeping_post_ops(ops, ctx);
     case KernelCompileContext::Epilogue::kOwnPass: return 0;
     case KernelCompileContext::Epilogue::kDefault: break;
   }

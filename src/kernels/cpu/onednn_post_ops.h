@@ -34,14 +34,14 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
 // NaN or Inf (KernelCompileContext::exact_non_finite).
 bool onednn_keeps_nan(const PostOp& op);
 // How many leading post-ops oneDNN may apply: those before the first one it has no counterpart
-// for or, when `exact_non_finite`, would not keep NaN through.
-size_t nan_keeping_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
+// for or, where the node may see NaN (ctx.exact_non_finite), would not keep NaN through.
+size_t nan_keeping_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx);
 
 // How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost (relu,
-// leaky_relu, clip, linear and the residual add; the costs are in hwy_epilogue.h), stopping, when
-// `exact_non_finite`, at one it would not keep NaN through. The rest run as our own pass over
+// leaky_relu, clip, linear and the residual add; the costs are in hwy_epilogue.h), stopping, where
+// the node may see NaN, at one it would not keep NaN through. The rest run as our own pass over
 // the output (HostEpilogueKernel).
-size_t cheap_conv_post_ops(std::span<const PostOp> ops, bool exact_non_finite);
+size_t cheap_conv_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx);
 
 // How many leading post-ops the library kernel applies: `by_default` (the anchor's own rule
 // above), unless a tuning record placed the epilogue (KernelCompileContext::epilogue): kLibrary
