@@ -145,6 +145,7 @@ HWY_INLINE void Tile(const IntTile& t) {
   const DFloat df;
   int32_t* c = reinterpret_cast<int32_t*>(t.c);
   VI acc0[kRows], acc1[kRows], odd0[kRows], odd1[kRows];
+#pragma GCC unroll 16
   for (size_t r = 0; r < kRows; ++r) {
     acc0[r] = t.accumulate ? hn::LoadU(di, c + r * t.ldc) : hn::Zero(di);
     acc1[r] = t.accumulate ? hn::LoadU(di, c + r * t.ldc + kLanes) : hn::Zero(di);
@@ -155,18 +156,21 @@ HWY_INLINE void Tile(const IntTile& t) {
 #pragma GCC unroll 4
   for (size_t p = 0; p < t.pairs; ++p, b += 2 * kPanel) {
     const auto b0 = hn::Load(dw, b), b1 = hn::Load(dw, b + 2 * kLanes);
-    for (size_t r = 0; r < kRows; ++r) {
+  #pragma GCC unroll 16
+  for (size_t r = 0; r < kRows; ++r) {
       const auto ar = hn::BitCast(dw, hn::Set(di, a[r * t.lda + p]));
       acc0[r] = hn::ReorderWidenMulAccumulate(di, ar, b0, acc0[r], odd0[r]);
       acc1[r] = hn::ReorderWidenMulAccumulate(di, ar, b1, acc1[r], odd1[r]);
     }
   }
+#pragma GCC unroll 16
   for (size_t r = 0; r < kRows; ++r) {
     acc0[r] = hn::RearrangeToOddPlusEven(acc0[r], odd0[r]);
     acc1[r] = hn::RearrangeToOddPlusEven(acc1[r], odd1[r]);
   }
   if (t.scale == nullptr) {
-    for (size_t r = 0; r < kRows; ++r) {
+  #pragma GCC unroll 16
+  for (size_t r = 0; r < kRows; ++r) {
       hn::StoreU(acc0[r], di, c + r * t.ldc);
       hn::StoreU(acc1[r], di, c + r * t.ldc + kLanes);
     }
@@ -177,6 +181,7 @@ HWY_INLINE void Tile(const IntTile& t) {
   const auto z = hn::Zero(df);
   const auto c0 = t.bias != nullptr ? hn::LoadU(df, t.bias) : z;
   const auto c1 = t.bias != nullptr ? hn::LoadU(df, t.bias + kLanes) : z;
+#pragma GCC unroll 16
   for (size_t r = 0; r < kRows; ++r) {
     auto y0 = hn::Mul(hn::ConvertTo(df, acc0[r]), s0), y1 = hn::Mul(hn::ConvertTo(df, acc1[r]), s1);
     // Added only when there is a bias: + 0 would turn the -0 of a zero sum times a negative scale into +0.
