@@ -137,7 +137,9 @@ HWY_INLINE void TileOf(const QConvRow& t, const int16_t* x, float* y) {
   const DF df;
   int32_t* yi = reinterpret_cast<int32_t*>(y);
   VI acc[kBlocks][kCount], odd[kBlocks][kCount];
+#pragma GCC unroll 16
   for (size_t j = 0; j < kBlocks; ++j) {
+#pragma GCC unroll 16
     for (size_t r = 0; r < kCount; ++r) {
       acc[j][r] = t.accumulate ? hn::LoadU(di, yi + j * t.y_group + r * kLanes) : hn::Zero(di);
       odd[j][r] = hn::Zero(di);
@@ -152,28 +154,37 @@ HWY_INLINE void TileOf(const QConvRow& t, const int16_t* x, float* y) {
 #pragma GCC unroll 1
       for (size_t p = 0; p < kLanes / 2; ++p, w += kBlocks * 2 * kLanes) {
         hn::Vec<decltype(dw)> wj[kBlocks];
+#pragma GCC unroll 16
         for (size_t j = 0; j < kBlocks; ++j) wj[j] = hn::Load(dw, w + j * 2 * kLanes);
+#pragma GCC unroll 16
         for (size_t r = 0; r < kCount; ++r) {
           int32_t pair;
           std::memcpy(&pair, a + r * ps + 2 * p, sizeof(pair));
           const auto ar = hn::BitCast(dw, hn::Set(di, pair));
+#pragma GCC unroll 16
           for (size_t j = 0; j < kBlocks; ++j) acc[j][r] = hn::ReorderWidenMulAccumulate(di, ar, wj[j], acc[j][r], odd[j][r]);
         }
       }
     }
   }
+#pragma GCC unroll 16
   for (size_t j = 0; j < kBlocks; ++j) {
+#pragma GCC unroll 16
     for (size_t r = 0; r < kCount; ++r) acc[j][r] = hn::RearrangeToOddPlusEven(acc[j][r], odd[j][r]);
   }
   if (t.scale == nullptr) {
+#pragma GCC unroll 16
     for (size_t j = 0; j < kBlocks; ++j) {
+#pragma GCC unroll 16
       for (size_t r = 0; r < kCount; ++r) hn::StoreU(acc[j][r], di, yi + j * t.y_group + r * kLanes);
     }
     return;
   }
+#pragma GCC unroll 16
   for (size_t j = 0; j < kBlocks; ++j) {
     const auto s = hn::LoadU(df, t.scale + j * kLanes);
     const auto c = t.bias != nullptr ? hn::LoadU(df, t.bias + j * kLanes) : hn::Zero(df);
+#pragma GCC unroll 16
     for (size_t r = 0; r < kCount; ++r) {
       auto v = hn::Mul(hn::ConvertTo(df, acc[j][r]), s);
       // Added only when there is a bias: + 0 would turn the -0 of a zero sum times a negative scale into +0.
