@@ -46,7 +46,7 @@ struct KernelCompileContext {
   int threads = 1;
   // The kernel must give NaN and Inf exactly as the reference does. False when no input of the
   // node can hold one (runtime/non_finite.h), so a post-op that maps NaN to a number (oneDNN's
-  // relu, clip) may run inside the library kernel.
+  // relu, clip) may run inside the library kernel. Kernels read it through by_finiteness only.
   bool exact_non_finite = true;
   // Set by `by_finiteness` when the kernel made for this context differs with exact_non_finite:
   // the plan for finite inputs and the NaN-exact one then differ at this node (a session runs one
