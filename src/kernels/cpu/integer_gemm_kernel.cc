@@ -137,7 +137,8 @@ HWY_INLINE void Tile(const IntTile& t) {
 }
 #else
 // kRows x NR of Y: accumulate the K block's pairs in registers; store the int32 sums, or on the
-// last block the dequantized floats, then the epilogue.
+// last block the dequantized floats, then the epilogue. Every row loop is unrolled outright: past
+// GCC's own limits the accumulator arrays stayed on the stack (120 zmm reloads at AVX-512).
 template <size_t kRows>
 HWY_INLINE void Tile(const IntTile& t) {
   const DI di;
@@ -156,8 +157,8 @@ HWY_INLINE void Tile(const IntTile& t) {
 #pragma GCC unroll 4
   for (size_t p = 0; p < t.pairs; ++p, b += 2 * kPanel) {
     const auto b0 = hn::Load(dw, b), b1 = hn::Load(dw, b + 2 * kLanes);
-  #pragma GCC unroll 16
-  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 16
+    for (size_t r = 0; r < kRows; ++r) {
       const auto ar = hn::BitCast(dw, hn::Set(di, a[r * t.lda + p]));
       acc0[r] = hn::ReorderWidenMulAccumulate(di, ar, b0, acc0[r], odd0[r]);
       acc1[r] = hn::ReorderWidenMulAccumulate(di, ar, b1, acc1[r], odd1[r]);
@@ -169,8 +170,8 @@ HWY_INLINE void Tile(const IntTile& t) {
     acc1[r] = hn::RearrangeToOddPlusEven(acc1[r], odd1[r]);
   }
   if (t.scale == nullptr) {
-  #pragma GCC unroll 16
-  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 16
+    for (size_t r = 0; r < kRows; ++r) {
       hn::StoreU(acc0[r], di, c + r * t.ldc);
       hn::StoreU(acc1[r], di, c + r * t.ldc + kLanes);
     }
