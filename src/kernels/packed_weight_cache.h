@@ -4,7 +4,8 @@
 // look each packing up in the cache and share the one made before instead of making another:
 // the plans hold one copy between them, and later compiles skip the packing (and the page
 // faults of its fresh memory). Packers: onednn::pack (every oneDNN kernel's constant operands)
-// and pack_floats (kernels/cpu/packed_floats.h: cpu.gemm, cpu.gemv, cpu.conv, cpu.winograd).
+// and pack_aligned (kernels/cpu/packed_floats.h: cpu.gemm, cpu.gemv, cpu.conv, cpu.winograd,
+// cpu.gemm_i16).
 //
 // A packing is found by the digest of its source bytes (core/digest.h) and a description of
 // how it is packed (every parameter the packed bytes depend on). The digest is not

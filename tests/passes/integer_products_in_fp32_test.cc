@@ -109,6 +109,40 @@ TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
   expect_exact_at_o1_and_o3(quantized_graph({.m = 5, .k = 9001, .n = 40, .i8 = true, .tail = "Gelu"}), "cpu.gemm_i16", 1);
 }
 
+// A session compiles a plan per batch size; the plans share one packing of the weights (the
+// 16-bit panels below VNNI, oneDNN's int8 weights with it: kernels/packed_weight_cache.h), and
+// the graph lets its int8 copy go, since no kernel reads it when run (Kernel::reads_input).
+TEST(IntegerProductsInFp32, PlansOfOneSessionShareTheIntegerWeights) {
+  std::string text = quantized_graph({.m = 6, .k = 40, .n = 24, .tail = "Relu"});
+  const std::string fixed = "%x: f32[6,40]";
+  ASSERT_NE(text.find(fixed), std::string::npos);
+  text.replace(text.find(fixed), fixed.size(), "%x: f32[batch,40]");
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+    SCOPED_TRACE(opt_level_name(level));
+    SessionOptions options;
+    options.level = level;
+    auto session = Session::create(g->clone(), options);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    for (int64_t batch : {6, 9}) {
+      Tensor x = Tensor::zeros(DType::kF32, {batch, 40}).value();
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7) % 23) / 4.0f - 2.5f;
+      auto want = run_eager(*g, {{"x", x}});
+      auto got = session->run({{"x", x}});
+      ASSERT_TRUE(want.is_ok() && got.is_ok()) << (got.is_ok() ? want.status().message() : got.status().message());
+      EXPECT_EQ(max_relative_difference(*got, *want), 0.0) << "batch " << batch;
+      auto plan = session->plan_for({{"x", x}});
+      ASSERT_TRUE(plan.is_ok());
+      const Value* w = (*plan)->graph().find_value("wq");
+      ASSERT_NE(w, nullptr);
+      EXPECT_EQ(w->constant()->raw_data(), nullptr) << "the plan's graph still holds the int8 weights";
+    }
+    EXPECT_EQ(session->compile_count(), 2);
+    EXPECT_GE(session->packed_weights_reused(), 1) << "the second plan packed the weights again";
+  }
+}
+
 // With VNNI the sums come from oneDNN's int8 matmul (u8 x s8 on vpdpbusd, exact; u8 weights
 // shifted to s8 and weight zero points added back through A's row sums) and the tiles only
 // dequantize them, still bit for bit eager mode; on other targets the 16-bit tiles make them.

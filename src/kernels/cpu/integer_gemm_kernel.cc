@@ -44,12 +44,14 @@
 #include <memory>
 #include <optional>
 
+#include "core/digest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/gemm_blocking.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/integer_gemm_kernel.h"
 #include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/target_caps.h"
 #include "ops/fused.h"
 
@@ -387,6 +389,10 @@ class IntegerGemmKernel final : public Kernel {
   }
 
   std::string_view name() const override { return "cpu.gemm_i16"; }
+  // B, its zero point and scale and the bias were copied (packed) at creation.
+  bool reads_input(size_t i) const override {
+    return sums_ ? i == kA || i == kSumsAZero : i == kA || i == kResidual || i == kAScale || i == kAZero;
+  }
   std::string implementation() const override {
     if (onednn_) return str_cat("int8 sums on oneDNN ", onednn_->impl, ", then ", highway_dispatch_target(), " ", mr_, "x", nr_, " tiles");
     return str_cat(highway_dispatch_target(), " ", mr_, "x", nr_, " kc ", kc_);
@@ -508,22 +514,27 @@ class IntegerGemmKernel final : public Kernel {
 
   // Block [k0, k0 + kc) of every panel in turn (cpu.gemm's order), each as kc / 2 rows of 2 * NR int16.
   const int16_t* panel_block(int64_t p, int64_t k0, int64_t kc) const {
-    return packed_.get() + (k0 * panels_ + p * kc) * nr_;
+    return packed_->get() + (k0 * panels_ + p * kc) * nr_;
   }
 
+  // Once per session for equal weights (packed_floats.h): a plan per input shape shares them.
   void pack(const IntegerProduct& p) {
-    const size_t total = static_cast<size_t>(panels_ * k_even_ * nr_);
-    packed_ = hwy::AllocateAligned<int16_t>(total);
-    std::fill(packed_.get(), packed_.get() + total, int16_t{0});
-    for (int64_t i = 0; i < k_; ++i) {
-      const int64_t k0 = i / kc_ * kc_, kc = std::min(kc_, k_even_ - k0), pair = (i - k0) / 2, half = (i - k0) % 2;
-      for (int64_t j = 0; j < n_; ++j) {
-        const int64_t zero = p.b_zero == nullptr ? 0 : p.b_zero->get_int(p.b_zero->numel() == 1 ? 0 : j);
-        const int64_t panel = j / nr_, col = j % nr_;
-        packed_[static_cast<size_t>((k0 * panels_ + panel * kc) * nr_ + pair * 2 * nr_ + 2 * col + half)] =
-            static_cast<int16_t>(p.b->get_int(i * n_ + j) - zero);
+    const std::string how =
+        str_cat("cpu.gemm_i16 ", dtype_name(p.b->dtype()), " k ", k_, " n ", n_, " nr ", nr_, " kc ", kc_, " zero ",
+                p.b_zero == nullptr ? std::string("none")
+                                    : str_cat(dtype_name(p.b_zero->dtype()), " ", p.b_zero->numel(), " ",
+                                              digest_bytes(p.b_zero->raw_data(), p.b_zero->nbytes())));
+    packed_ = pack_aligned<int16_t>(*p.b, how, static_cast<size_t>(panels_ * k_even_ * nr_), [&](int16_t* packed) {
+      for (int64_t i = 0; i < k_; ++i) {
+        const int64_t k0 = i / kc_ * kc_, kc = std::min(kc_, k_even_ - k0), pair = (i - k0) / 2, half = (i - k0) % 2;
+        for (int64_t j = 0; j < n_; ++j) {
+          const int64_t zero = p.b_zero == nullptr ? 0 : p.b_zero->get_int(p.b_zero->numel() == 1 ? 0 : j);
+          const int64_t panel = j / nr_, col = j % nr_;
+          packed[static_cast<size_t>((k0 * panels_ + panel * kc) * nr_ + pair * 2 * nr_ + 2 * col + half)] =
+              static_cast<int16_t>(p.b->get_int(i * n_ + j) - zero);
+        }
       }
-    }
+    });
   }
 
   // Rows [r0, r1) x panels [p0, p1) of Y: one thread's share. `scale` null: Y keeps the int32 sums.
@@ -565,7 +576,7 @@ class IntegerGemmKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   bool has_residual_;
   int64_t nr_ = 0, mr_ = 0, panels_ = 0, k_even_ = 0, kc_ = 0, mc_ = 0;
-  hwy::AlignedFreeUniquePtr<int16_t[]> packed_;  // B - b_zero, unless oneDNN makes the sums
+  PackedArray<int16_t> packed_;  // B - b_zero, unless oneDNN makes the sums
   std::vector<float> b_scale_, bias_;  // per column, padded to whole panels
   std::optional<OneDnnSums> onednn_;
 };

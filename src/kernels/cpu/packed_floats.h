@@ -1,6 +1,6 @@
-// Constant weights packed by our own kernels into aligned floats (cpu.gemm's and cpu.gemv's
-// panels, cpu.conv's, cpu.winograd's transformed filters), made once per session for equal
-// weights packed alike (kernels/packed_weight_cache.h).
+// Constant weights packed by our own kernels into aligned arrays (cpu.gemm's and cpu.gemv's
+// panels, cpu.conv's, cpu.winograd's transformed filters, cpu.gemm_i16's and cpu.conv_i16's int16
+// panels), made once per session for equal weights packed alike (kernels/packed_weight_cache.h).
 #pragma once
 
 #include <algorithm>
@@ -14,19 +14,27 @@
 
 namespace opfuse {
 
-using PackedFloats = std::shared_ptr<const hwy::AlignedFreeUniquePtr<float[]>>;
+template <typename T>
+using PackedArray = std::shared_ptr<const hwy::AlignedFreeUniquePtr<T[]>>;
+using PackedFloats = PackedArray<float>;
 
-// `floats` aligned floats, zeroed, then written by `fill` from `source`: the packing described
-// by `how`, which names the kernel and every parameter the packed floats depend on besides
-// `source`'s bytes.
+// `count` aligned Ts, zeroed, then written by `fill` from `source`: the packing described by
+// `how`, which names the kernel and every parameter the packed values depend on besides
+// `source`'s bytes (a weight zero point, say).
+template <typename T>
+PackedArray<T> pack_aligned(const Tensor& source, const std::string& how, size_t count,
+                            const std::function<void(T*)>& fill) {
+  return packed_once<hwy::AlignedFreeUniquePtr<T[]>>(source.raw_data(), source.nbytes(), how, [&] {
+    auto packed = hwy::AllocateAligned<T>(std::max<size_t>(count, 1));
+    std::fill_n(packed.get(), std::max<size_t>(count, 1), T{0});
+    fill(packed.get());
+    return std::make_shared<const hwy::AlignedFreeUniquePtr<T[]>>(std::move(packed));
+  });
+}
+
 inline PackedFloats pack_floats(const Tensor& source, const std::string& how, size_t floats,
                                 const std::function<void(float*)>& fill) {
-  return packed_once<hwy::AlignedFreeUniquePtr<float[]>>(source.raw_data(), source.nbytes(), how, [&] {
-    auto packed = hwy::AllocateAligned<float>(floats);
-    std::fill_n(packed.get(), floats, 0.0f);
-    fill(packed.get());
-    return std::make_shared<const hwy::AlignedFreeUniquePtr<float[]>>(std::move(packed));
-  });
+  return pack_aligned<float>(source, how, floats, fill);
 }
 
 }  // namespace opfuse
