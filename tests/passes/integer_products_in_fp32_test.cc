@@ -291,6 +291,44 @@ TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
   }
 }
 
+// The same for quantized convs: a plan per image size shares the 16-bit panels and the
+// Winograd-transformed weights of cpu.conv_i16 (from AVX2; below it the conv is a float32 one,
+// packed once too), and a plan running cpu.conv_i16 lets the graph's int8 weights go.
+TEST(IntegerProductsInFp32, PlansOfOneSessionShareTheQuantizedConvWeights) {
+  std::string text = quantized_conv();
+  const std::string fixed = "%x: f32[1,8,6,6]";
+  ASSERT_NE(text.find(fixed), std::string::npos);
+  text.replace(text.find(fixed), fixed.size(), "%x: f32[1,8,h,w]");
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+    SCOPED_TRACE(opt_level_name(level));
+    SessionOptions options;
+    options.level = level;
+    auto session = Session::create(g->clone(), options);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    for (int64_t side : {6, 10}) {
+      Tensor x = Tensor::zeros(DType::kF32, {1, 8, side, side}).value();
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7) % 23) / 4.0f - 2.5f;
+      auto want = run_eager(*g, {{"x", x}});
+      auto got = session->run({{"x", x}});
+      ASSERT_TRUE(want.is_ok() && got.is_ok()) << (got.is_ok() ? want.status().message() : got.status().message());
+      const auto plan = session->plan_for({{"x", x}});
+      ASSERT_TRUE(plan.is_ok());
+      bool integer = false;
+      for (const std::string& step : (*plan)->describe_steps()) integer |= step.find("cpu.conv_i16") != std::string::npos;
+      EXPECT_LE(max_relative_difference(*got, *want), integer ? 0.0 : 1e-5) << "side " << side;
+      if (integer) {
+        const Value* w = (*plan)->graph().find_value("wq");
+        ASSERT_NE(w, nullptr);
+        EXPECT_EQ(w->constant()->raw_data(), nullptr) << "the plan's graph still holds the int8 weights";
+      }
+    }
+    EXPECT_EQ(session->compile_count(), 2);
+    EXPECT_GE(session->packed_weights_reused(), 1) << "the second plan packed the weights again";
+  }
+}
+
 // On this machine's target at every level, with NaN and Inf in x too: from AVX2 one
 // cpu.conv_i16 step and eager mode's outputs bit for bit, the residual Add and Relu in its
 // epilogue from O2 (plain at O1 and O2, blocked at O3), VNNI or not.

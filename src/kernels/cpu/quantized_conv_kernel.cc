@@ -40,10 +40,12 @@
 #include <optional>
 #include <vector>
 
+#include "core/digest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/direct_conv_split.h"
 #include "kernels/cpu/hwy_epilogue.h"
 #include "kernels/cpu/hwy_kernels.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/cpu/quantized_conv_kernel.h"
 #include "kernels/target_caps.h"
 #include "ops/fused.h"
@@ -415,23 +417,26 @@ class QuantizedConvKernel final : public Kernel {
       panels_.push_back({first, blocks, offset});
       offset += groups_ * taps * b * blocks * b;
     }
-    packed_ = hwy::AllocateAligned<int16_t>(static_cast<size_t>(std::max<int64_t>(offset, 1)));
-    for (const Panel& panel : panels_) {
-      int16_t* dst = packed_.get() + panel.offset;
-      const int64_t cols = panel.blocks * b;
-      for (int64_t g = 0; g < groups_; ++g) {
-        for (int64_t tap = 0; tap < taps; ++tap) {
-          for (int64_t pair = 0; pair < b / 2; ++pair) {
-            for (int64_t j = 0; j < cols; ++j) {
-              for (int64_t half = 0; half < 2; ++half, ++dst) {
-                const int64_t oc = panel.first * b + j, c = g * b + 2 * pair + half;
-                *dst = static_cast<int16_t>(oc < p_.m && c < p_.c ? weight(oc, c, tap) : 0);
+    // Once per session for equal weights (packed_floats.h): a plan per input shape shares them.
+    const std::string how = str_cat("cpu.conv_i16 b ", b, " ", p_.m, "x", p_.c, "x", p_.kh, "x", p_.kw, " zero ",
+                                    zero_point_key());
+    packed_ = pack_aligned<int16_t>(*p_.weights, how, static_cast<size_t>(offset), [&](int16_t* dst) {
+      for (const Panel& panel : panels_) {
+        const int64_t cols = panel.blocks * b;
+        for (int64_t g = 0; g < groups_; ++g) {
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            for (int64_t pair = 0; pair < b / 2; ++pair) {
+              for (int64_t j = 0; j < cols; ++j) {
+                for (int64_t half = 0; half < 2; ++half, ++dst) {
+                  const int64_t oc = panel.first * b + j, c = g * b + 2 * pair + half;
+                  *dst = static_cast<int16_t>(oc < p_.m && c < p_.c ? weight(oc, c, tap) : 0);
+                }
               }
             }
           }
         }
       }
-    }
+    });
     w_scale_.assign(static_cast<size_t>(out_blocks_ * b), 0.0f);
     for (int64_t oc = 0; oc < p_.m; ++oc) w_scale_[oc] = p_.w_scale->data<float>()[p_.w_scale->numel() == 1 ? 0 : oc];
     if (p_.bias != nullptr) {
@@ -449,6 +454,10 @@ class QuantizedConvKernel final : public Kernel {
                    " channels per run", p_.blocked ? "" : ", plain X and Y",
                    winograd_ != nullptr ? str_cat(", F(2x2,3x3) in ", chunk_rows_ * row_tiles_, "-tile chunks") : "");
   }
+
+  // The weights, their zero point and scale, the bias and a static quantization's X scale and zero
+  // point were copied (packed) when the kernel was made.
+  bool reads_input(size_t i) const override { return i == kX || (i == kResidual && p_.residual); }
 
   Status run(std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
     const int64_t b = p_.lanes;
@@ -534,6 +543,14 @@ class QuantizedConvKernel final : public Kernel {
     int64_t first = 0, blocks = 2, offset = 0;  // first output block, blocks, packed weights' offset
   };
 
+  // The weights' zero point as part of a packing's description (packed_floats.h).
+  std::string zero_point_key() const {
+    const Tensor* z = p_.w_zero;
+    return z == nullptr ? std::string("none")
+                        : str_cat(dtype_name(z->dtype()), " ", z->numel(), " ", digest_bytes(z->raw_data(), z->nbytes()));
+  }
+
+  // Read while the kernel is made only: the graph may let the weights go after (reads_input).
   int32_t weight(int64_t oc, int64_t c, int64_t tap) const {
     const int64_t zero = p_.w_zero == nullptr ? 0 : p_.w_zero->get_int(p_.w_zero->numel() == 1 ? 0 : oc);
     return static_cast<int32_t>(p_.weights->get_int((oc * p_.c + c) * p_.kh * p_.kw + tap) - zero);
@@ -610,7 +627,7 @@ class QuantizedConvKernel final : public Kernel {
     for (int64_t g0 = 0; g0 < groups_; g0 += split_.run_groups) {
       const int64_t g1 = std::min(groups_, g0 + split_.run_groups);
       t.groups = static_cast<size_t>(g1 - g0);
-      t.w = packed_.get() + panel.offset + g0 * group_weights;
+      t.w = packed_->get() + panel.offset + g0 * group_weights;
       t.accumulate = g0 > 0;
       const bool last = g1 == groups_;
       t.scale = last ? scale + panel.first * b : nullptr;
@@ -651,25 +668,29 @@ class QuantizedConvKernel final : public Kernel {
     chunk_rows_ = std::clamp<int64_t>(std::min(l2 / 2 / tile_bytes / row_tiles_, spread), 1, tile_rows_);
     if (chunk_rows_ * row_tiles_ < 6 && 16 * groups_ * b * out_blocks_ * b * 2 > l2 / 2) return;
     xi_weights_ = groups_ * b * out_blocks_ * b;
-    winograd_ = hwy::AllocateAligned<int16_t>(static_cast<size_t>(16 * xi_weights_));
-    constexpr int64_t kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};  // 2G
-    for (int64_t oc = 0; oc < out_blocks_ * b; ++oc) {
-      const Panel& panel = panels_[static_cast<size_t>(oc / b / 2)];
-      const int64_t cols = panel.blocks * b, j = oc - panel.first * b;
-      for (int64_t c = 0; c < groups_ * b; ++c) {
-        int64_t g[3][3] = {};
-        for (int64_t tap = 0; tap < 9 && oc < p_.m && c < p_.c; ++tap) g[tap / 3][tap % 3] = weight(oc, c, tap);
-        const int64_t group = c / b, pair = c % b / 2, half = c % 2;
-        for (int64_t xi = 0; xi < 16; ++xi) {
-          int64_t u = 0;
-          for (int64_t a = 0; a < 3; ++a) {
-            for (int64_t e = 0; e < 3; ++e) u += kG2[xi / 4][a] * g[a][e] * kG2[xi % 4][e];
+    const std::string winograd_how = str_cat("cpu.conv_i16 winograd b ", b, " ", p_.m, "x", p_.c, " zero ",
+                                             zero_point_key());
+    winograd_ = pack_aligned<int16_t>(*p_.weights, winograd_how, static_cast<size_t>(16 * xi_weights_),
+                                      [&](int16_t* winograd) {
+      constexpr int64_t kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};  // 2G
+      for (int64_t oc = 0; oc < out_blocks_ * b; ++oc) {
+        const Panel& panel = panels_[static_cast<size_t>(oc / b / 2)];
+        const int64_t cols = panel.blocks * b, j = oc - panel.first * b;
+        for (int64_t c = 0; c < groups_ * b; ++c) {
+          int64_t g[3][3] = {};
+          for (int64_t tap = 0; tap < 9 && oc < p_.m && c < p_.c; ++tap) g[tap / 3][tap % 3] = weight(oc, c, tap);
+          const int64_t group = c / b, pair = c % b / 2, half = c % 2;
+          for (int64_t xi = 0; xi < 16; ++xi) {
+            int64_t u = 0;
+            for (int64_t a = 0; a < 3; ++a) {
+              for (int64_t e = 0; e < 3; ++e) u += kG2[xi / 4][a] * g[a][e] * kG2[xi % 4][e];
+            }
+            const int64_t at = xi * xi_weights_ + panel.offset / 9 + ((group * (b / 2) + pair) * cols + j) * 2 + half;
+            winograd[static_cast<size_t>(at)] = static_cast<int16_t>(u);
           }
-          const int64_t at = xi * xi_weights_ + panel.offset / 9 + ((group * (b / 2) + pair) * cols + j) * 2 + half;
-          winograd_[static_cast<size_t>(at)] = static_cast<int16_t>(u);
         }
       }
-    }
+    });
     // The products' split for a full chunk and the last, shorter one: the chunk's tiles as one
     // row, one tap, runs of input blocks whose weights fit in L1.
     for (const int64_t rows : {chunk_rows_, tile_rows_ % chunk_rows_}) {
@@ -714,7 +735,7 @@ class QuantizedConvKernel final : public Kernel {
         for (int64_t g0 = 0; g0 < groups_; g0 += split.run_groups) {
           t.x = v + (xi * groups_ + g0) * tiles * b;
           t.groups = static_cast<size_t>(std::min(groups_, g0 + split.run_groups) - g0);
-          t.w = winograd_.get() + xi * xi_weights_ + panel.offset / 9 + g0 * b * panel.blocks * b;
+          t.w = winograd_->get() + xi * xi_weights_ + panel.offset / 9 + g0 * b * panel.blocks * b;
           t.y = reinterpret_cast<float*>(m + (xi * out_blocks_ + panel.first) * tiles * b);  // int32 sums
           t.accumulate = g0 > 0;
           HWY_DYNAMIC_DISPATCH(hwy_cpu::QConvRowRun)(t);
@@ -738,12 +759,12 @@ class QuantizedConvKernel final : public Kernel {
   hwy_cpu::VectorEpilogue epilogue_;
   int64_t mr_ = 0, groups_ = 0, out_blocks_ = 0, hp_ = 0, wp_ = 0;
   // The integer Winograd's transformed weights ([16][panels as packed_], one tap), or null.
-  hwy::AlignedFreeUniquePtr<int16_t[]> winograd_;
+  PackedArray<int16_t> winograd_;
   int64_t xi_weights_ = 0, tile_rows_ = 0, row_tiles_ = 0, chunk_rows_ = 1;
   std::vector<DirectConvSplit> winograd_splits_;
   DirectConvSplit split_;
   std::vector<Panel> panels_;
-  hwy::AlignedFreeUniquePtr<int16_t[]> packed_;
+  PackedArray<int16_t> packed_;
   std::vector<float> w_scale_, bias_;  // per output channel, padded to whole blocks
 };
 
