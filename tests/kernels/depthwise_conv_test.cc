@@ -18,6 +18,7 @@
 #include "kernels/kernel.h"
 #include "kernels/omp_threads.h"
 #include "kernels/onednn_test_util.h"
+#include "kernels/packed_weight_cache.h"
 
 namespace opfuse {
 namespace {
@@ -165,6 +166,30 @@ TEST(DepthwiseConv, DeclinesOtherConvs) {
   EXPECT_EQ(preferred(IsaTier::kAvx512Core, 14, 1, {"relu"}, true), b);   // its relu would drop NaN
   EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 14, 2, {"sigmoid_mul"}));
   EXPECT_FALSE(preferred(IsaTier::kAvx512Core, 14, 1, {"sigmoid_mul"}, false, 24));
+}
+
+// Plans for other map sizes (a session's plan per input shape) share the packed filters and
+// bias through the session's cache (kernels/packed_weight_cache.h) and still compute the reference.
+TEST(DepthwiseConv, KernelsForOtherMapSizesShareThePackedFilters) {
+  if (!vector_is_a_block()) GTEST_SKIP() << "no cpu.dwconv on this target";
+  std::mt19937 gen(7);
+  const int64_t block = active_target().channel_block(), c = 40;
+  const Tensor w = random_f32({c, 1, 3, 3}, gen, 0.5f), bias = random_f32({c}, gen);
+  PackedWeightCache cache;
+  const ScopedPackedWeightCache scope(&cache);
+  for (int64_t hw : {9, 14}) {
+    SCOPED_TRACE(str_cat(hw, "x", hw));
+    auto node = make_node("BlockedConv",
+                          {in(random_f32(blocked_dims(1, c, hw, hw, block), gen)), cst(w.clone()), cst(bias.clone())},
+                          {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"group", c}, {"block", block}});
+    ASSERT_NE(node, nullptr);
+    auto kernel = depthwise_conv_kernel().create(node->context());
+    ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
+    const Tensor want = node->run(*make_reference_kernel(*node->node));
+    EXPECT_LE(blocked_relative_error(node->run(**kernel), want, blocked_dims(1, c, hw, hw, block), c), 1e-5);
+  }
+  EXPECT_EQ(cache.size(), 2u);   // the filters and the bias, packed once
+  EXPECT_EQ(cache.reused(), 2);  // and found by the second kernel
 }
 
 // MobileNet-style blocks (1x1 expand + ReLU6, 3x3 depthwise + ReLU6, 1x1 project, a residual

@@ -41,6 +41,7 @@
 #include "kernels/cpu/hwy_kernels.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_post_ops.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/target_caps.h"
 #include "ops/fused.h"
 #include "ops/op_def.h"
@@ -246,22 +247,28 @@ class DepthwiseConvKernel final : public Kernel {
   explicit DepthwiseConvKernel(const Plan& p)
       : p_(p), epilogue_(*hwy_cpu::vector_epilogue(p.operands.epilogue)), blocks_(ceil_div(p.c, p.lanes)) {
     // Weights: block, window row, window column, lane; zero for the padded channels, whose
-    // inputs may hold any finite value (ops/layout_ops.cc).
+    // inputs may hold any finite value (ops/layout_ops.cc). Once per session for equal weights
+    // (packed_floats.h), as the bias.
     const int64_t b = p_.lanes, taps = p_.kh * p_.kw;
-    packed_ = hwy::AllocateAligned<float>(static_cast<size_t>(blocks_ * taps * b));
-    bias_ = hwy::AllocateAligned<float>(static_cast<size_t>(blocks_ * b));
-    const float* wsrc = p_.operands.weights->data<float>();
-    for (int64_t blk = 0; blk < blocks_; ++blk) {
-      for (int64_t tap = 0; tap < taps; ++tap) {
-        for (int64_t k = 0; k < b; ++k) {
-          const int64_t c = blk * b + k;
-          packed_[static_cast<size_t>((blk * taps + tap) * b + k)] = c < p_.c ? wsrc[c * taps + tap] : 0.0f;
-        }
-      }
-      for (int64_t k = 0; k < b; ++k) {
-        const int64_t c = blk * b + k;
-        bias_[static_cast<size_t>(blk * b + k)] = c < p_.c && p_.operands.bias != nullptr ? p_.operands.bias->data<float>()[c] : 0.0f;
-      }
+    const Tensor& w = *p_.operands.weights;
+    packed_ = pack_floats(w, str_cat("cpu.dwconv b ", b, " ", p_.c, "x", taps), static_cast<size_t>(blocks_ * taps * b),
+                          [&](float* packed) {
+                            const float* wsrc = w.data<float>();
+                            for (int64_t c = 0; c < p_.c; ++c) {
+                              for (int64_t tap = 0; tap < taps; ++tap) {
+                                packed[static_cast<size_t>(((c / b) * taps + tap) * b + c % b)] = wsrc[c * taps + tap];
+                              }
+                            }
+                          });
+    const Tensor* bias = p_.operands.bias;
+    const size_t bias_floats = static_cast<size_t>(blocks_ * b);
+    if (bias != nullptr) {
+      bias_ = pack_floats(*bias, str_cat("cpu.dwconv bias b ", b), bias_floats,
+                          [&](float* packed) { std::copy_n(bias->data<float>(), p_.c, packed); });
+    } else {
+      auto zeros = hwy::AllocateAligned<float>(bias_floats);
+      std::fill_n(zeros.get(), bias_floats, 0.0f);
+      bias_ = std::make_shared<const hwy::AlignedFreeUniquePtr<float[]>>(std::move(zeros));
     }
   }
 
@@ -311,8 +318,8 @@ class DepthwiseConvKernel final : public Kernel {
         const int64_t plane = image * blocks_ + blk, oy0 = band * band_rows, oy1 = std::min(p_.oh, oy0 + band_rows);
         copy_band(x + plane * x_block, oy0, oy1, copy.get());
         const int64_t at = plane * y_block + oy0 * y_row;
-        const hwy_cpu::DepthwiseRow r{copy.get(), copy_width_, packed_.get() + blk * p_.kh * p_.kw * b, p_.kh, p_.kw,
-                                      p_.stride, bias_.get() + blk * b, y + at, p_.ow, clamp_.has_value(),
+        const hwy_cpu::DepthwiseRow r{copy.get(), copy_width_, packed_->get() + blk * p_.kh * p_.kw * b, p_.kh, p_.kw,
+                                      p_.stride, bias_->get() + blk * b, y + at, p_.ow, clamp_.has_value(),
                                       clamp_ ? clamp_->first : 0.0f, clamp_ ? clamp_->second : 0.0f};
         HWY_DYNAMIC_DISPATCH(hwy_cpu::DepthwiseConvRows)(r, oy1 - oy0);
         // Any other epilogue over the band's rows of the block (contiguous in Y) while in L1.
@@ -362,7 +369,7 @@ class DepthwiseConvKernel final : public Kernel {
               (copy_width_ * p_.lanes * static_cast<int64_t>(sizeof(float))) - p_.kh) / p_.stride + 1);
   // The item order (the file comment).
   bool block_major_ = active_target().isa >= IsaTier::kAvx512Core;
-  hwy::AlignedFreeUniquePtr<float[]> packed_, bias_;
+  PackedFloats packed_, bias_;
 };
 
 bool supports(const KernelCompileContext& ctx) { return plan_of(ctx).has_value(); }
