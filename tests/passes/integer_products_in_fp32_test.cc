@@ -109,14 +109,14 @@ TEST(IntegerProductsInFp32, IntegerAnchorIsExactOverKBlocksAndInt8Weights) {
   expect_exact_at_o1_and_o3(quantized_graph({.m = 5, .k = 9001, .n = 40, .i8 = true, .tail = "Gelu"}), "cpu.gemm_i16", 1);
 }
 
-// A session compiles a plan per batch size; the plans share one packing of the weights (the
-// 16-bit panels below VNNI, oneDNN's int8 weights with it: kernels/packed_weight_cache.h), and
-// the graph lets its int8 copy go, since no kernel reads it when run (Kernel::reads_input).
-TEST(IntegerProductsInFp32, PlansOfOneSessionShareTheIntegerWeights) {
-  std::string text = quantized_graph({.m = 6, .k = 40, .n = 24, .tail = "Relu"});
-  const std::string fixed = "%x: f32[6,40]";
+// `text` with its input `fixed` made `symbolic`, in one session at O1 and at O3, on `inputs` (a
+// plan each): eager mode's outputs (bit for bit where a step runs `kernel`), the second plan
+// reusing the first's packing of the weights (kernels/packed_weight_cache.h), and no int8 weights
+// %wq left in the graph of a plan running `kernel`, which does not read them when run.
+void expect_plans_share_the_weights(std::string text, const std::string& fixed, const std::string& symbolic,
+                                    const std::vector<Tensor>& inputs, std::string_view kernel) {
   ASSERT_NE(text.find(fixed), std::string::npos);
-  text.replace(text.find(fixed), fixed.size(), "%x: f32[batch,40]");
+  text.replace(text.find(fixed), fixed.size(), symbolic);
   auto g = parse_graph(text);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
@@ -125,22 +125,39 @@ TEST(IntegerProductsInFp32, PlansOfOneSessionShareTheIntegerWeights) {
     options.level = level;
     auto session = Session::create(g->clone(), options);
     ASSERT_TRUE(session.is_ok()) << session.status().message();
-    for (int64_t batch : {6, 9}) {
-      Tensor x = Tensor::zeros(DType::kF32, {batch, 40}).value();
-      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7) % 23) / 4.0f - 2.5f;
+    for (const Tensor& x : inputs) {
+      SCOPED_TRACE(dims_to_string(x.dims()));
       auto want = run_eager(*g, {{"x", x}});
       auto got = session->run({{"x", x}});
       ASSERT_TRUE(want.is_ok() && got.is_ok()) << (got.is_ok() ? want.status().message() : got.status().message());
-      EXPECT_EQ(max_relative_difference(*got, *want), 0.0) << "batch " << batch;
-      auto plan = session->plan_for({{"x", x}});
+      const auto plan = session->plan_for({{"x", x}});
       ASSERT_TRUE(plan.is_ok());
-      const Value* w = (*plan)->graph().find_value("wq");
-      ASSERT_NE(w, nullptr);
-      EXPECT_EQ(w->constant()->raw_data(), nullptr) << "the plan's graph still holds the int8 weights";
+      bool integer = false;
+      for (const std::string& step : (*plan)->describe_steps()) integer |= step.find(kernel) != std::string::npos;
+      EXPECT_LE(max_relative_difference(*got, *want), integer ? 0.0 : 1e-5);
+      if (integer) {
+        const Value* w = (*plan)->graph().find_value("wq");
+        ASSERT_NE(w, nullptr);
+        EXPECT_EQ(w->constant()->raw_data(), nullptr) << "the plan's graph still holds the int8 weights";
+      }
     }
-    EXPECT_EQ(session->compile_count(), 2);
-    EXPECT_GE(session->packed_weights_reused(), 1) << "the second plan packed the weights again";
+    EXPECT_EQ(session->compile_count(), static_cast<int64_t>(inputs.size()));
+    EXPECT_GE(session->packed_weights_reused(), 1) << "a later plan packed the weights again";
   }
+}
+
+// Values from -2.5 to 3 of `dims`.
+Tensor ramp(std::vector<int64_t> dims) {
+  Tensor x = Tensor::zeros(DType::kF32, std::move(dims)).value();
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7) % 23) / 4.0f - 2.5f;
+  return x;
+}
+
+// A session compiles a plan per batch size; the plans share one packing of the weights (the
+// 16-bit panels below VNNI, oneDNN's int8 weights with it).
+TEST(IntegerProductsInFp32, PlansOfOneSessionShareTheIntegerWeights) {
+  expect_plans_share_the_weights(quantized_graph({.m = 6, .k = 40, .n = 24, .tail = "Relu"}), "%x: f32[6,40]",
+                                 "%x: f32[batch,40]", {ramp({6, 40}), ramp({9, 40})}, "cpu.gemm_i16");
 }
 
 // With VNNI the sums come from oneDNN's int8 matmul (u8 x s8 on vpdpbusd, exact; u8 weights
@@ -291,42 +308,11 @@ TEST(IntegerProductsInFp32, ConvIntegerFormsPerTarget) {
   }
 }
 
-// The same for quantized convs: a plan per image size shares the 16-bit panels and the
-// Winograd-transformed weights of cpu.conv_i16 (from AVX2; below it the conv is a float32 one,
-// packed once too), and a plan running cpu.conv_i16 lets the graph's int8 weights go.
+// The same for quantized convs, a plan per image size: cpu.conv_i16's 16-bit panels and
+// Winograd-transformed filters (from AVX2; below it the conv is a float32 one, packed once too).
 TEST(IntegerProductsInFp32, PlansOfOneSessionShareTheQuantizedConvWeights) {
-  std::string text = quantized_conv();
-  const std::string fixed = "%x: f32[1,8,6,6]";
-  ASSERT_NE(text.find(fixed), std::string::npos);
-  text.replace(text.find(fixed), fixed.size(), "%x: f32[1,8,h,w]");
-  auto g = parse_graph(text);
-  ASSERT_TRUE(g.is_ok()) << g.status().message();
-  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
-    SCOPED_TRACE(opt_level_name(level));
-    SessionOptions options;
-    options.level = level;
-    auto session = Session::create(g->clone(), options);
-    ASSERT_TRUE(session.is_ok()) << session.status().message();
-    for (int64_t side : {6, 10}) {
-      Tensor x = Tensor::zeros(DType::kF32, {1, 8, side, side}).value();
-      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7) % 23) / 4.0f - 2.5f;
-      auto want = run_eager(*g, {{"x", x}});
-      auto got = session->run({{"x", x}});
-      ASSERT_TRUE(want.is_ok() && got.is_ok()) << (got.is_ok() ? want.status().message() : got.status().message());
-      const auto plan = session->plan_for({{"x", x}});
-      ASSERT_TRUE(plan.is_ok());
-      bool integer = false;
-      for (const std::string& step : (*plan)->describe_steps()) integer |= step.find("cpu.conv_i16") != std::string::npos;
-      EXPECT_LE(max_relative_difference(*got, *want), integer ? 0.0 : 1e-5) << "side " << side;
-      if (integer) {
-        const Value* w = (*plan)->graph().find_value("wq");
-        ASSERT_NE(w, nullptr);
-        EXPECT_EQ(w->constant()->raw_data(), nullptr) << "the plan's graph still holds the int8 weights";
-      }
-    }
-    EXPECT_EQ(session->compile_count(), 2);
-    EXPECT_GE(session->packed_weights_reused(), 1) << "the second plan packed the weights again";
-  }
+  expect_plans_share_the_weights(quantized_conv(), "%x: f32[1,8,6,6]", "%x: f32[1,8,h,w]",
+                                 {ramp({1, 8, 6, 6}), ramp({1, 8, 10, 10})}, "cpu.conv_i16");
 }
 
 // On this machine's target at every level, with NaN and Inf in x too: from AVX2 one
