@@ -192,7 +192,9 @@ Result<std::unique_ptr<Kernel>> pool_create(const KernelCompileContext& ctx) {
   if (!g) return Status::internal_error(str_cat(ctx.node.describe(), ": not an onednn.pool node"));
   OPFUSE_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> pool,
                           make_kernel("onednn.pool", ctx.node, [&] { return build_pool_plan(*g); }));
-  if (kMax && ctx.by_finiteness(true, false)) return std::unique_ptr<Kernel>(std::make_unique<NanExactMaxPool>(std::move(pool)));
+  if (kMax && ctx.by_finiteness(true, false)) {
+    return std::unique_ptr<Kernel>(std::make_unique<NanExactMaxPool>(std::move(pool)));
+  }
   return pool;
 }
 

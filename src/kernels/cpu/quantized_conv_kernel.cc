@@ -24,8 +24,9 @@
 // block (an odd number of output blocks) runs tiles of one block. A 1x1 stride-1 conv is a
 // product over the pixels, tiled in rows of up to 64 of them. The four channel pairs of a step
 // are not unrolled: unrolled, GCC hoisted all 24 broadcasts and spilled accumulators every step
-// (IS-Net: 2822 against 2288 ms per run on a Zen 3). The loops over pixels and blocks are, outright:
-// past GCC's own limits the 12 x 2 accumulators lived on the stack (126 zmm reloads at AVX-512).
+// (IS-Net: 2822 against 2288 ms per run on a Zen 3). The loops over pixels and blocks are,
+// outright: past GCC's own limits the 12 x 2 accumulators lived on the stack (126 zmm reloads at
+// AVX-512).
 //
 // A blocked 3x3 stride-1 conv with even output sides runs an exact integer Winograd F(2x2, 3x3)
 // on the same tiles instead (plan_winograd, run_winograd_chunk): IS-Net 2.1-2.6 -> 1.6-1.7 s per
@@ -546,8 +547,8 @@ class QuantizedConvKernel final : public Kernel {
   // The weights' zero point as part of a packing's description (packed_floats.h).
   std::string zero_point_key() const {
     const Tensor* z = p_.w_zero;
-    return z == nullptr ? std::string("none")
-                        : str_cat(dtype_name(z->dtype()), " ", z->numel(), " ", digest_bytes(z->raw_data(), z->nbytes()));
+    if (z == nullptr) return "none";
+    return str_cat(dtype_name(z->dtype()), " ", z->numel(), " ", digest_bytes(z->raw_data(), z->nbytes()));
   }
 
   // Read while the kernel is made only: the graph may let the weights go after (reads_input).
