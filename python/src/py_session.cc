@@ -49,7 +49,7 @@ SessionOptions session_options(const SessionConfig& config) {
     config_level = std::move(parsed.level);
   }
   SessionOptions options;
-  options.level = value_or_throw(choose_opt_level(config.level, config_level, config_source, OptLevel::kO3));
+  options.level = value_or_throw(choose_opt_level(config.level, config_level, config_source, kDefaultOptLevel));
   if (config.tuning) {
     TuningRecord record = value_or_throw(load_tuning_record(*config.tuning));
     fusion.tuning = std::make_shared<const TuningRecord>(std::move(record));

@@ -19,6 +19,11 @@ namespace opfuse {
 const PassDef* find_pass(std::string_view name);
 
 enum class OptLevel { kO0, kO1, kO2, kO3 };
+// The level a session compiles at unless told otherwise (the API, `run`, `bench`, `validate`,
+// `profile`, the server, Python): the fastest one, as ONNX Runtime defaults to all its
+// optimisations. O3 is measured not slower than O2 or O1 on every zoo model at every tier
+// (docs/benchmarks.md), and every level is tested against eager mode.
+inline constexpr OptLevel kDefaultOptLevel = OptLevel::kO3;
 std::string_view opt_level_name(OptLevel level);  // "O1"
 Result<OptLevel> parse_opt_level(std::string_view name);
 // The level to compile at, for every front end (CLI, Python, server): the one the user gave, else

@@ -26,7 +26,7 @@ Result<ExecutionMode> parse_execution_mode(std::string_view name);
 
 struct SessionOptions {
   ExecutionMode mode = ExecutionMode::kGraph;
-  OptLevel level = OptLevel::kO1;
+  OptLevel level = kDefaultOptLevel;
   int threads = 0;  // 0: OpenMP's default (all cores)
   // Graph mode: run with the CPU's denormals-as-zero modes (runtime/flush_denormals.h). Off:
   // exact IEEE arithmetic, as eager mode always is.

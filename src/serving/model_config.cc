@@ -108,7 +108,7 @@ Result<SessionOptions> session_options_for(const ModelConfig& config) {
   }
   OPFUSE_ASSIGN_OR_RETURN(options.level, choose_opt_level(config.level, config_level,
                                                           str_cat("fusion config '", config.fusion_config, "'"),
-                                                          OptLevel::kO3));
+                                                          kDefaultOptLevel));
   if (!config.tuning.empty()) {
     OPFUSE_ASSIGN_OR_RETURN(TuningRecord record, load_tuning_record(config.tuning));
     options.pipeline.fusion.tuning = std::make_shared<const TuningRecord>(std::move(record));

@@ -102,6 +102,7 @@ TEST_F(BisectTest, TheBrokenRuleIsAKnownRuleAndBreaksO2) {
   ASSERT_EQ(v.outputs.size(), 1u);
   EXPECT_GT(v.outputs[0].max_abs, 1e-3);
   SessionOptions o1;  // registered passes run at O2 and O3 only
+  o1.level = OptLevel::kO1;
   EXPECT_TRUE(validate_against(g, o1, inputs(), reference, {}).value().ok);
   o2.pipeline.fusion.disabled_rules = {kBrokenRule};
   EXPECT_TRUE(validate_against(g, o2, inputs(), reference, {}).value().ok);

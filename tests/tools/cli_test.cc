@@ -186,19 +186,20 @@ TEST_F(CliTest, ModesLevelsAndPassSelection) {
 }
 
 // bench --versus / --versus-level: every variant timed the same number of rounds in one process,
-// the first at ratio 1; a missing twin or an unknown level is a user error naming it.
+// the first (at the default level, O3) at ratio 1; a missing twin or an unknown level is a user
+// error naming it.
 TEST_F(CliTest, BenchComparesTwinsAndLevelsPairedInOneProcess) {
   const std::string model = write_model("relu.onnx"), twin = write_model("twin.onnx");
-  CommandResult r = run_cli("bench " + model + " --versus " + twin + " --versus-level eager --versus-level O3 --iters 4 --warmup 1 --json");
+  CommandResult r = run_cli("bench " + model + " --versus " + twin + " --versus-level eager --versus-level O1 --iters 4 --warmup 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
   ASSERT_EQ(j["variants"].size(), 4u) << r.output;
   EXPECT_EQ(j["rounds"], 4);
   EXPECT_EQ(j["variants"][0]["ratio_to_first"], 1.0);
-  EXPECT_EQ(j["variants"][0]["level"], "O1");
+  EXPECT_EQ(j["variants"][0]["level"], "O3");
   EXPECT_NE(j["variants"][1]["model"].get<std::string>().find("twin.onnx"), std::string::npos);
   EXPECT_EQ(j["variants"][2]["level"], "eager");
-  EXPECT_EQ(j["variants"][3]["level"], "O3");
+  EXPECT_EQ(j["variants"][3]["level"], "O1");
   for (const auto& v : j["variants"]) EXPECT_GT(v["median_ms"].get<double>(), 0.0) << v.dump();
   CommandResult bad = run_cli("bench " + model + " --versus-level O9 --iters 2");
   EXPECT_EQ(bad.exit_code, 1);

@@ -29,7 +29,7 @@ Result<Graph> load_model(const std::string& path, const LimitFlags& flags);
 // SessionOptions::pipeline.fusion; flags add to (and numbers override) the config file's values.
 struct SessionFlags {
   std::string mode = "graph";
-  std::string level = "O1";
+  std::string level;  // set by add_session_flags to the command's default
   int threads = 0;
   bool flush_denormals = false;
   bool print_after_all = false;
@@ -42,7 +42,8 @@ struct SessionFlags {
   const CLI::Option* level_option = nullptr;  // set by add_session_flags: was --level given?
   LimitFlags limits;
 };
-void add_session_flags(CLI::App* cmd, SessionFlags& flags, std::string_view default_level = "O1");
+void add_session_flags(CLI::App* cmd, SessionFlags& flags,
+                       std::string_view default_level = opt_level_name(kDefaultOptLevel));
 Result<SessionOptions> session_options(const SessionFlags& flags);
 // The level (--level, else the fusion config file's, else the command's default) and the fusion
 // config (the file's, then the flags over it, validated), the file read once.

@@ -80,7 +80,7 @@ Action add_profile_command(CLI::App& app) {
                                             "trace, small-op share before vs after fusion");
   auto args = std::make_shared<ProfileArgs>();
   cmd->add_option("MODEL", args->model, "ONNX model file")->required();
-  add_session_flags(cmd, args->session, "O2");
+  add_session_flags(cmd, args->session);
   add_input_flags(cmd, args->inputs, /*random_by_default=*/true);
   cmd->add_option("--baseline", args->baseline, "level to compare with (none: no baseline)")->default_val("O1");
   cmd->add_option("--runs", args->runs, "timed runs")->default_val(10);

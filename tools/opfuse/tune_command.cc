@@ -56,7 +56,7 @@ Action add_tune_command(CLI::App& app) {
   cmd->add_option("MODEL", args->model, "ONNX model file")->required();
   cmd->add_option("-o,--output", args->output, "the tuning record to write (JSON)")->required();
   cmd->add_flag("--force", args->force, "overwrite an existing output file");
-  add_session_flags(cmd, args->session, "O3");
+  add_session_flags(cmd, args->session);
   add_input_flags(cmd, args->inputs, /*random_by_default=*/true);
   cmd->add_option("--budget", args->budget, "seconds of measuring at most (the rest keeps the defaults)")
       ->default_val(300);

@@ -74,7 +74,7 @@ Action add_validate_command(CLI::App& app) {
                                              "beyond tolerance; --bisect names the fusion at fault");
   auto args = std::make_shared<ValidateArgs>();
   cmd->add_option("MODEL", args->model, "ONNX model file")->required();
-  add_session_flags(cmd, args->session, "O2");
+  add_session_flags(cmd, args->session);
   add_input_flags(cmd, args->inputs, /*random_by_default=*/true);
   cmd->add_option("--rtol", args->rtol,
                   "tolerance relative to the largest reference value (default: max(1e-4, 10x eager's own change when "
