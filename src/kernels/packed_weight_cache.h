@@ -5,8 +5,8 @@
 // the plans hold one copy between them, and later compiles skip the packing (and the page
 // faults of its fresh memory). Packers: onednn::pack (every oneDNN kernel's constant operands)
 // and pack_aligned (kernels/cpu/packed_floats.h: cpu.gemm, cpu.gemv, cpu.conv, cpu.winograd,
-// cpu.dwconv, cpu.gemm_i16, cpu.conv_i16). Not yet: cpu.rnn's (recurrent models here have one
-// input shape).
+// cpu.dwconv, cpu.gemm_i16, cpu.conv_i16, cpu.rnn: a plan per sequence length packs nothing
+// again).
 //
 // A packing is found by the digest of its source bytes (core/digest.h) and a description of
 // how it is packed (every parameter the packed bytes depend on). The digest is not

@@ -740,5 +740,71 @@ TEST(RnnGraph, LstmModelMatchesEagerAtEveryLevel) {
   }
 }
 
+// A session compiles a plan per sequence length; cpu.rnn's packings of W, R, B and P are made
+// by the first plan and found by the second (kernels/packed_weight_cache.h), the plans' graphs
+// let the weights go, and each plan gives eager mode's outputs. `packings`: what one plan packs.
+void expect_sequence_lengths_share_the_weights(RnnCase c, int packings) {
+  SCOPED_TRACE(c.label());
+  const RnnInputs w = make_inputs(c);
+  Graph g;
+  Shape x_shape = w.x.shape();
+  x_shape[0] = Dim::symbol("seq");
+  Value* x = g.add_input("x", DType::kF32, x_shape);
+  std::vector<Value*> inputs = {x, g.add_constant("W", w.w), g.add_constant("R", w.r), g.add_constant("B", *w.b)};
+  if (c.peephole) {
+    inputs.insert(inputs.end(), {nullptr, nullptr, nullptr, g.add_constant("P", *w.p)});
+  }
+  Node* rnn = g.add_node(c.op, inputs, {"y", "y_h"}, attrs_of(c), "rnn").value();
+  g.add_output(rnn->output(0));
+  g.add_output(rnn->output(1));
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  for (OptLevel level : {OptLevel::kO1, OptLevel::kO3}) {
+    SCOPED_TRACE(opt_level_name(level));
+    SessionOptions options;
+    options.level = level;
+    auto session = Session::create(g.clone(), options);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    for (int64_t seq : {c.seq, c.seq - 3}) {
+      RnnCase shorter = c;
+      shorter.seq = seq;
+      const TensorMap feed = {{"x", make_inputs(shorter).x}};
+      auto want = run_eager(g, feed);
+      auto got = session->run(feed);
+      ASSERT_TRUE(want.is_ok() && got.is_ok()) << (got.is_ok() ? want.status().message() : got.status().message());
+      EXPECT_LE(max_relative_difference(*got, *want), 2e-5) << "seq " << seq;
+      auto plan = session->plan_for(feed);
+      ASSERT_TRUE(plan.is_ok());
+      bool fast = false;
+      for (const std::string& step : (*plan)->describe_steps()) fast = fast || step.find("cpu.rnn") != std::string::npos;
+      ASSERT_TRUE(fast);
+      for (const char* weight : {"W", "R", "B"}) {
+        const Value* v = (*plan)->graph().find_value(weight);
+        ASSERT_NE(v, nullptr) << weight;
+        EXPECT_EQ(v->constant()->raw_data(), nullptr) << "the plan's graph still holds " << weight;
+      }
+    }
+    EXPECT_EQ(session->compile_count(), 2);
+    EXPECT_EQ(session->packed_weights_reused(), packings) << "the second plan packed the weights again";
+  }
+}
+
+TEST(RnnGraph, PlansForOtherSequenceLengthsShareThePackedWeights) {
+  RnnCase lstm;
+  lstm.direction = "bidirectional";
+  lstm.seq = 7;
+  lstm.batch = 2;
+  lstm.input = 6;
+  lstm.hidden = 12;
+  lstm.initial_state = false;
+  lstm.peephole = true;
+  expect_sequence_lengths_share_the_weights(lstm, 5);  // W, B, P and R per direction
+  RnnCase gru = lstm;
+  gru.op = "GRU";
+  gru.direction = "forward";
+  gru.peephole = false;
+  gru.linear_before_reset = true;
+  expect_sequence_lengths_share_the_weights(gru, 5);  // W, B, Rb_h and R's two blocks
+}
+
 }  // namespace
 }  // namespace opfuse::testing

@@ -1,7 +1,7 @@
 // Constant weights packed by our own kernels into aligned arrays (cpu.gemm's and cpu.gemv's
 // panels, cpu.conv's, cpu.winograd's and cpu.dwconv's filters, cpu.gemm_i16's and cpu.conv_i16's
-// int16 panels), made once per session for equal weights packed alike
-// (kernels/packed_weight_cache.h).
+// int16 panels, cpu.rnn's W, R, biases and peepholes), made once per session for equal weights
+// packed alike (kernels/packed_weight_cache.h).
 #pragma once
 
 #include <algorithm>

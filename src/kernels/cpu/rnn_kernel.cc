@@ -7,7 +7,8 @@
 //  - the input projections X_t W^T of every step are one GEMM per direction
 //    ([seq*batch, input] x [input, gates*hidden], oneDNN's sgemm) before the recurrence,
 //    instead of a matrix-vector product per step;
-//  - R is packed once, at creation, into panels of four vectors' width x hidden rows, so the
+//  - R is packed once per session (kernels/packed_weight_cache.h: the plans for other sequence
+//    lengths share it, and the graph's W, R, B and P are let go), into panels of four vectors' width x hidden rows, so the
 //    per-step product H_{t-1} R^T streams each panel with aligned loads into register
 //    accumulators (one batch row: two banks over even/odd k, so the FMA chains overlap);
 //  - the gate math runs on whole vectors with hwy_math-inl.h's Sigmoid and SafeTanh (NaN kept);
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/packed_floats.h"
 #include "kernels/cpu/rnn_kernel.h"
 #include "kernels/target_caps.h"
 #include "ops/rnn.h"
@@ -344,8 +346,13 @@ class RnnKernel final : public Kernel {
     panel_ = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(hwy_cpu::RnnPanelWidth)());
     gates_ = rnn_gate_count(a_.cell);
     hp_ = (d_.hidden + lanes_ - 1) / lanes_ * lanes_;
-    pack_input_weights(*plan.w);
-    pack_biases(plan.bias, plan.peephole);
+    w_ = pack_input_weights(*plan.w);
+    if (plan.bias != nullptr) {
+      bias_ = pack_bias(*plan.bias, /*reset=*/false);
+      if (a_.cell == RnnCell::kGru && a_.linear_before_reset) reset_bias_ = pack_bias(*plan.bias, /*reset=*/true);
+    }
+    if (plan.peephole != nullptr) peephole_ = pack_peephole(*plan.peephole);
+    if (bias_ == nullptr) zero_bias_ = aligned_zeros(static_cast<size_t>(d_.directions * gates_ * hp_));
     // GRU: z, r from one block of R, h from another (without linear_before_reset it multiplies
     // r (.) h, known only after z, r); LSTM and RNN: one block of every gate.
     const int64_t first_block = a_.cell == RnnCell::kGru ? 2 : gates_;
@@ -356,6 +363,8 @@ class RnnKernel final : public Kernel {
   }
 
   std::string_view name() const override { return "cpu.rnn"; }
+  // W, R, B and P were packed at creation; X, sequence_lens and the initial states are read.
+  bool reads_input(size_t i) const override { return i != kRnnW && i != kRnnR && i != kRnnB && i != kRnnP; }
   std::string implementation() const override {
     return str_cat(highway_dispatch_target(), " hidden ", d_.hidden, " padded ", hp_);
   }
@@ -406,7 +415,7 @@ class RnnKernel final : public Kernel {
     AlignedFloats projected = hwy::AllocateAligned<float>(static_cast<size_t>(d_.directions * rows * stride));
     auto project = [&](int64_t dir) {
       return dnnl_sgemm('N', 'T', rows, stride, d_.input, 1.0f, x->data<float>(), d_.input,
-                        w_.get() + dir * stride * d_.input, d_.input, 0.0f, projected.get() + dir * rows * stride,
+                        w_->get() + dir * stride * d_.input, d_.input, 0.0f, projected.get() + dir * rows * stride,
                         stride);
     };
     const Outputs o{y, y_h, y_c};
@@ -456,23 +465,31 @@ class RnnKernel final : public Kernel {
     return a_.batch_major ? b * d_.directions + dir : dir * d_.batch + b;
   }
 
+  // How this kernel's packings of a weight are made: every parameter the packed floats depend
+  // on besides the weight's bytes (its dims are implied by them and these).
+  std::string packing(std::string_view what) const {
+    return str_cat("cpu.rnn ", what, " cell ", static_cast<int>(a_.cell), " dirs ", d_.directions, " hidden ",
+                   d_.hidden, " input ", d_.input, " padded ", hp_, " panel ", panel_,
+                   a_.linear_before_reset ? " linear_before_reset" : "");
+  }
+
   // W as [dirs * gates * Hp, input] with zero rows in the padding, for the projection GEMM.
-  void pack_input_weights(const Tensor& w) {
-    w_ = aligned_zeros(static_cast<size_t>(d_.directions * gates_ * hp_ * d_.input));
-    const float* src = w.data<float>();
-    for (int64_t dg = 0; dg < d_.directions * gates_; ++dg) {
-      std::memcpy(w_.get() + dg * hp_ * d_.input, src + dg * d_.hidden * d_.input,
-                  static_cast<size_t>(d_.hidden * d_.input) * sizeof(float));
-    }
+  PackedFloats pack_input_weights(const Tensor& w) const {
+    return pack_floats(w, packing("W"), static_cast<size_t>(d_.directions * gates_ * hp_ * d_.input), [&](float* out) {
+      const float* src = w.data<float>();
+      for (int64_t dg = 0; dg < d_.directions * gates_; ++dg) {
+        std::memcpy(out + dg * hp_ * d_.input, src + dg * d_.hidden * d_.input,
+                    static_cast<size_t>(d_.hidden * d_.input) * sizeof(float));
+      }
+    });
   }
 
   // Per direction, gates * Hp: Wb + Rb (GRU with linear_before_reset: Wb alone for h, Rb_h kept
-  // apart since r multiplies it), and the peepholes as three Hp blocks.
-  void pack_biases(const Tensor* bias, const Tensor* peephole) {
-    bias_ = aligned_zeros(static_cast<size_t>(d_.directions * gates_ * hp_));
-    reset_bias_ = aligned_zeros(static_cast<size_t>(d_.directions * hp_));
-    if (bias != nullptr) {
-      const float* b = bias->data<float>();
+  // apart since r multiplies it), or (`reset`) that Rb_h as [dirs, Hp].
+  PackedFloats pack_bias(const Tensor& bias, bool reset) const {
+    const int64_t per_dir = reset ? hp_ : gates_ * hp_;
+    return pack_floats(bias, packing(reset ? "Rb_h" : "B"), static_cast<size_t>(d_.directions * per_dir), [&](float* out) {
+      const float* b = bias.data<float>();
       const int64_t gh = gates_ * d_.hidden;
       for (int64_t dir = 0; dir < d_.directions; ++dir) {
         const float* wb = b + dir * 2 * gh;
@@ -481,47 +498,48 @@ class RnnKernel final : public Kernel {
           const bool apart = a_.cell == RnnCell::kGru && a_.linear_before_reset && g == 2;
           for (int64_t j = 0; j < d_.hidden; ++j) {
             const int64_t n = g * d_.hidden + j;
-            bias_[(dir * gates_ + g) * hp_ + j] = apart ? wb[n] : wb[n] + rb[n];
-            if (apart) reset_bias_[dir * hp_ + j] = rb[n];
+            if (!reset) out[(dir * gates_ + g) * hp_ + j] = apart ? wb[n] : wb[n] + rb[n];
+            else if (apart) out[dir * hp_ + j] = rb[n];
           }
         }
       }
-    }
-    if (peephole != nullptr) {
-      peephole_ = aligned_zeros(static_cast<size_t>(d_.directions * 3 * hp_));
-      for (int64_t dir = 0; dir < d_.directions; ++dir) {
-        for (int64_t g = 0; g < 3; ++g) {
-          std::memcpy(peephole_.get() + (dir * 3 + g) * hp_, peephole->data<float>() + (dir * 3 + g) * d_.hidden,
-                      static_cast<size_t>(d_.hidden) * sizeof(float));
-        }
+    });
+  }
+
+  // The peepholes as three Hp blocks per direction.
+  PackedFloats pack_peephole(const Tensor& peephole) const {
+    return pack_floats(peephole, packing("P"), static_cast<size_t>(d_.directions * 3 * hp_), [&](float* out) {
+      for (int64_t dg = 0; dg < d_.directions * 3; ++dg) {
+        std::memcpy(out + dg * hp_, peephole.data<float>() + dg * d_.hidden, static_cast<size_t>(d_.hidden) * sizeof(float));
       }
-    }
+    });
   }
 
   // Gates [first, first + count) of direction dir's R as R^T panels: column c of the block is
   // gate first + c / Hp, unit c % Hp (zero past hidden); panel p holds columns
   // [p * panel, p * panel + width) as `hidden` rows of `width` floats.
-  AlignedFloats pack_recurrent(const Tensor& r, int64_t dir, int64_t first, int64_t count) const {
+  PackedFloats pack_recurrent(const Tensor& r, int64_t dir, int64_t first, int64_t count) const {
     const int64_t cols = count * hp_, k = d_.hidden;
-    AlignedFloats packed = aligned_zeros(static_cast<size_t>(cols * k));
-    const float* src = r.data<float>() + dir * gates_ * d_.hidden * d_.hidden;
-    for (int64_t col0 = 0; col0 < cols; col0 += panel_) {
-      const int64_t width = std::min(panel_, cols - col0);
-      float* panel = packed.get() + col0 * k;
-      for (int64_t j = 0; j < width; ++j) {
-        const int64_t gate = first + (col0 + j) / hp_, unit = (col0 + j) % hp_;
-        if (unit >= d_.hidden) continue;
-        const float* row = src + (gate * d_.hidden + unit) * d_.hidden;
-        for (int64_t i = 0; i < k; ++i) panel[i * width + j] = row[i];
+    return pack_floats(r, packing(str_cat("R dir ", dir, " gates ", first, "+", count)), static_cast<size_t>(cols * k),
+                       [&](float* packed) {
+      const float* src = r.data<float>() + dir * gates_ * d_.hidden * d_.hidden;
+      for (int64_t col0 = 0; col0 < cols; col0 += panel_) {
+        const int64_t width = std::min(panel_, cols - col0);
+        float* panel = packed + col0 * k;
+        for (int64_t j = 0; j < width; ++j) {
+          const int64_t gate = first + (col0 + j) / hp_, unit = (col0 + j) % hp_;
+          if (unit >= d_.hidden) continue;
+          const float* row = src + (gate * d_.hidden + unit) * d_.hidden;
+          for (int64_t i = 0; i < k; ++i) panel[i * width + j] = row[i];
+        }
       }
-    }
-    return packed;
+    });
   }
 
   hwy_cpu::RnnGateParams gate_params(int64_t dir) const {
     hwy_cpu::RnnGateParams p;
     p.hidden = static_cast<size_t>(hp_);
-    p.bias = bias_.get() + dir * gates_ * hp_;
+    p.bias = (bias_ ? bias_->get() : zero_bias_.get()) + dir * gates_ * hp_;
     p.has_clip = a_.clip.has_value();
     p.clip = a_.clip.value_or(0.0f);
     const int64_t n = rnn_activations_per_direction(a_.cell);
@@ -529,9 +547,9 @@ class RnnKernel final : public Kernel {
     if (n > 1) p.g = *vector_activation(a_.activation(dir, 1).kind);
     if (n > 2) p.h = *vector_activation(a_.activation(dir, 2).kind);
     p.input_forget = a_.input_forget;
-    p.peephole = peephole_ ? peephole_.get() + dir * 3 * hp_ : nullptr;
+    p.peephole = peephole_ ? peephole_->get() + dir * 3 * hp_ : nullptr;
     p.linear_before_reset = a_.linear_before_reset;
-    p.reset_bias = a_.linear_before_reset ? reset_bias_.get() + dir * hp_ : nullptr;
+    p.reset_bias = a_.linear_before_reset ? (reset_bias_ ? reset_bias_->get() : zero_bias_.get()) + dir * hp_ : nullptr;
     return p;
   }
 
@@ -554,8 +572,8 @@ class RnnKernel final : public Kernel {
       if (h0) std::memcpy(h.get() + b * hp_, h0 + s, hidden_bytes);
       if (c0) std::memcpy(c.get() + b * hp_, c0 + s, hidden_bytes);
     }
-    const float* first = packed_r_[static_cast<size_t>(dir * (a_.cell == RnnCell::kGru ? 2 : 1))].get();
-    const float* second = a_.cell == RnnCell::kGru ? packed_r_[static_cast<size_t>(dir * 2 + 1)].get() : nullptr;
+    const float* first = packed_r_[static_cast<size_t>(dir * (a_.cell == RnnCell::kGru ? 2 : 1))]->get();
+    const float* second = a_.cell == RnnCell::kGru ? packed_r_[static_cast<size_t>(dir * 2 + 1)]->get() : nullptr;
     const size_t first_cols = static_cast<size_t>((a_.cell == RnnCell::kGru ? 2 : gates_) * hp_);
     std::vector<const float*> h_rows, reset_rows;
     std::vector<float*> rec_rows, rec_h_rows;
@@ -633,11 +651,12 @@ class RnnKernel final : public Kernel {
   RnnDims d_;
   std::string who_;
   int64_t lanes_ = 8, panel_ = 32, gates_ = 1, hp_ = 0;
-  AlignedFloats w_;                      // [dirs * gates * Hp, input]
-  AlignedFloats bias_;                   // [dirs, gates * Hp]
-  AlignedFloats reset_bias_;             // [dirs, Hp]
-  AlignedFloats peephole_;               // [dirs, 3 * Hp] or null
-  std::vector<AlignedFloats> packed_r_;  // per direction: one block (GRU: z r, then h)
+  PackedFloats w_;                      // [dirs * gates * Hp, input]
+  PackedFloats bias_;                   // [dirs, gates * Hp], or null without B
+  PackedFloats reset_bias_;             // [dirs, Hp], or null (no B, or no linear_before_reset)
+  PackedFloats peephole_;               // [dirs, 3 * Hp] or null
+  std::vector<PackedFloats> packed_r_;  // per direction: one block (GRU: z r, then h)
+  AlignedFloats zero_bias_;             // [dirs, gates * Hp] zeros, for a node without B
 };
 
 bool supports(const KernelCompileContext& ctx) { return plan_of(ctx).has_value(); }
