@@ -26,7 +26,8 @@
 //    trivial), GlobalAveragePool / GlobalMaxPool (the same with the whole H x W window),
 //    elementwise and broadcast ops (operands blocked alike, per-channel constants re-laid out,
 //    one-element constants as they are, plain per-channel values through a ToBlocked), Concat
-//    on channels (every input but the last a whole number of blocks), Resize (nearest or
+//    on channels (in place when every input but the last is a whole number of blocks, else an
+//    opfuse::ChannelGather copy, constant inputs laid out at compile time), Resize (nearest or
 //    linear, constant scales or sizes, which get a trailing 1; not an upsampling that is only
 //    a graph output or has at most 4 channels: it reads its small input plain instead),
 //    opfuse::ChannelGather (whole channels in any order: passes/channel_gather.cc).
@@ -65,6 +66,7 @@
 #include <unordered_set>
 
 #include "ops/fused.h"
+#include "ops/layout_ops.h"
 #include "passes/fusion_rules.h"
 #include "passes/layout_choice.h"
 #include "passes/layout_measure.h"
@@ -147,6 +149,26 @@ class LayoutPass {
     std::vector<int64_t> out_dims;  // logical
   };
 
+  // How a node that can run blocked is planned (null: it cannot); a plan may still refuse.
+  using Planner = Result<std::optional<Plan>> (LayoutPass::*)(const Node&);
+  static Planner planner_for(const Node& node) {
+    const std::string& op = node.op_type();
+    if (node.domain() == kFusedDomain) {
+      if (op == "FusedConv") return &LayoutPass::plan_conv;
+      if (op == "QuantizedConv") return &LayoutPass::plan_dynamic_quantized_conv;
+      if (op == "ChannelGather") return &LayoutPass::plan_channel_gather;
+      return nullptr;
+    }
+    if (!node.domain().empty()) return nullptr;
+    if (op == "Conv") return &LayoutPass::plan_conv;
+    if (op == "MaxPool" || op == "AveragePool") return &LayoutPass::plan_pool;
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return &LayoutPass::plan_global_pool;
+    if (op == "Concat") return &LayoutPass::plan_concat;
+    if (op == "Resize") return &LayoutPass::plan_resize;
+    if (node.def().scalar != nullptr) return &LayoutPass::plan_elementwise;
+    return nullptr;
+  }
+
   // The layout `node` runs in when it runs blocked.
   int64_t layout_of(const Node& node, bool conv) const {
     if (dry_ != nullptr) return default_block_;
@@ -160,36 +182,15 @@ class LayoutPass {
   }
 
   Result<bool> rewrite(Node* node) {
-    std::optional<Plan> plan;
     const std::string& op = node->op_type();
     const bool conv = (node->domain().empty() && op == "Conv") || (op == "FusedConv" && node->domain() == kFusedDomain);
     block_ = layout_of(*node, conv);
     pending_reads_.clear();
     x_plain_ = false;
-    if (node->domain().empty() || node->domain() == kFusedDomain) {
-      if (op == "Conv" || (op == "FusedConv" && node->domain() == kFusedDomain)) {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_conv(*node));
-      } else if (op == "QuantizedConv" && node->domain() == kFusedDomain) {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_dynamic_quantized_conv(*node));
-      } else if (op == "ChannelGather" && node->domain() == kFusedDomain) {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_channel_gather(*node));
-      } else if (!node->domain().empty()) {
-        return false;
-      } else if (op == "Transpose") {
-        return rewrite_transpose_to_nhwc(node);
-        return false;
-      } else if (op == "MaxPool" || op == "AveragePool") {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_pool(*node));
-      } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_global_pool(*node));
-      } else if (op == "Concat") {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_concat(*node));
-      } else if (op == "Resize") {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_resize(*node));
-      } else if (node->def().scalar != nullptr) {
-        OPFUSE_ASSIGN_OR_RETURN(plan, plan_elementwise(*node));
-      }
-    }
+    if (node->domain().empty() && op == "Transpose") return rewrite_transpose_to_nhwc(node);
+    const Planner planner = planner_for(*node);
+    if (planner == nullptr) return false;
+    OPFUSE_ASSIGN_OR_RETURN(std::optional<Plan> plan, (this->*planner)(*node));
     if (!plan) return false;
     while (!plan->inputs.empty() && plan->inputs.back() == nullptr) plan->inputs.pop_back();
     OPFUSE_TRY(replace(node, std::move(*plan)));
@@ -262,6 +263,17 @@ class LayoutPass {
     std::copy(src.begin(), src.end(), data.begin());
     Value* out = graph_.add_constant(v->name() + suffix(block_), Tensor::from_vector<float>({1, cb, 1, 1, lanes(c)}, data));
     constants_[key] = out;
+    return out;
+  }
+
+  // A constant activation-shaped [N, C, H, W] f32 value in the current layout, made at compile
+  // time (padded lanes zero) rather than by a ToBlocked every run.
+  Result<Value*> blocked_activation_constant(Value* v, const Tensor& t) {
+    if (dry_ != nullptr) return v;
+    if (auto it = forms_.find({v, block_}); it != forms_.end()) return it->second;
+    OPFUSE_ASSIGN_OR_RETURN(Tensor laid_out, blocked_copy(t, lanes(t.dim(1))));
+    Value* out = graph_.add_constant(graph_.unique_value_name(v->name() + suffix(block_)), std::move(laid_out));
+    forms_[{v, block_}] = out;
     return out;
   }
 
@@ -383,17 +395,26 @@ class LayoutPass {
   Result<std::optional<Plan>> plan_concat(const Node& node) {
     const auto y = dims4(node.output(0));
     const int64_t axis = AttrReader(node).get_int("axis");
-    if (!y || (axis != 1 && axis != -3)) return std::optional<Plan>();
-    bool any_blocked = false;
+    if (!y || (axis != 1 && axis != -3) || node.output(0)->dtype != DType::kF32) return std::optional<Plan>();
+    bool any_blocked = false, whole_blocks = true;
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const auto d = dims4(node.input(i));
       if (!d) return std::optional<Plan>();
-      // Channels of every input but the last must fill whole blocks, or the next input's
-      // channels would not start at a block boundary.
-      if (i + 1 < node.inputs().size() && padded((*d)[1])) return std::optional<Plan>();
+      // Blocks of the output are blocks of the inputs when the channels of every input but the
+      // last fill whole blocks: then the next input's channels start at a block boundary.
+      if (i + 1 < node.inputs().size() && padded((*d)[1])) whole_blocks = false;
       any_blocked |= blocked(node.input(i)) != nullptr;
     }
     if (!any_blocked) return std::optional<Plan>();
+    if (!whole_blocks) {
+      // A copy either way: blocked only when what reads it can run blocked too (else it would
+      // pay a FromBlocked on top, as in a ShuffleNet stage's plain Reshape chain).
+      const Value* out = node.output(0);
+      const bool readers_blocked = std::all_of(out->uses().begin(), out->uses().end(),
+                                               [](const Use& u) { return planner_for(*u.node) != nullptr; });
+      if (out->is_graph_output() || !readers_blocked) return std::optional<Plan>();
+      return plan_concat_as_gather(node, *y);
+    }
     Plan p{"Concat", "", {}, node.attrs, (*y)[1], *y};
     // Channels are blocks (axis 1) of whole blocks, or the lanes (axis 4) of one block.
     p.attrs["axis"] = AttrValue(int64_t{block_ == 0 ? 4 : 1});
@@ -401,6 +422,34 @@ class LayoutPass {
       OPFUSE_ASSIGN_OR_RETURN(Value * b, to_blocked(in));
       p.inputs.push_back(b);
     }
+    return std::optional<Plan>(std::move(p));
+  }
+
+  // A Concat on channels whose inputs do not fill whole blocks (a TensorFlow export's channel
+  // padding, Concat(x, zeros) with 24 + 4 channels: BlazeFace's residuals) as one
+  // opfuse::ChannelGather copy in the blocked layout, instead of a FromBlocked, a plain Concat
+  // and a ToBlocked. Constant inputs are laid out blocked here, once.
+  Result<std::optional<Plan>> plan_concat_as_gather(const Node& node, const std::vector<int64_t>& y) {
+    Plan p{"ChannelGather", std::string(kFusedDomain), {}, {}, y[1], y};
+    std::vector<int64_t> sources, channels;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      Value* in = node.input(i);
+      const int64_t c = (*dims4(in))[1];
+      for (int64_t k = 0; k < c; ++k) {
+        sources.push_back(static_cast<int64_t>(i));
+        channels.push_back(k);
+      }
+      Value* b = nullptr;
+      if (const Tensor* t = blocked(in) == nullptr ? constant_data(in) : nullptr) {
+        OPFUSE_ASSIGN_OR_RETURN(b, blocked_activation_constant(in, *t));
+      } else {
+        OPFUSE_ASSIGN_OR_RETURN(b, to_blocked(in));
+      }
+      p.inputs.push_back(b);
+    }
+    p.attrs["sources"] = AttrValue(std::move(sources));
+    p.attrs["channels"] = AttrValue(std::move(channels));
+    p.attrs["block"] = AttrValue(block_);
     return std::optional<Plan>(std::move(p));
   }
 
@@ -655,8 +704,14 @@ void choose_layouts(const LayoutStructure& s, int64_t block, LayoutTimer& timer,
       if (blocked < 0 && nhwc < 0) cost = {0, kUnavailable};
     } else if (item.node->op_type() == "Concat") {
       // Blocked, a Concat of whole channel blocks runs no kernel (its inputs are written in
-      // place, runtime/compiled_plan.cc); on nhwc channels are innermost, so it copies them.
-      cost = {0, std::max(0.0, timer.reorder_ms(*known_dims(item.node->output(0)), block))};
+      // place, runtime/compiled_plan.cc), other ones copy (a ChannelGather); on nhwc channels
+      // are innermost, so it copies them.
+      const double copy = std::max(0.0, timer.reorder_ms(*known_dims(item.node->output(0)), block));
+      const auto& ins = item.node->inputs();
+      const bool whole_blocks = std::all_of(ins.begin(), ins.end() - 1, [&](const Value* in) {
+        return (*known_dims(in))[1] % block == 0;
+      });
+      cost = {whole_blocks ? 0 : copy, copy};
     }
     problem.cost.push_back(cost);
   }

@@ -88,7 +88,27 @@ std::vector<Case> cases() {
     wide.sources.push_back(0);
     wide.channels.push_back((c * 5) % 24);
   }
-  return {shuffle, three, wide};
+  // Concats whose inputs do not fill whole blocks (passes/layout.cc runs them as gathers): a
+  // TensorFlow export's channel padding (24 + 4, batch 2), inputs of 20, 12 and 2 channels, and
+  // one input's blocks swapped. Blocked, their output blocks are copied whole from one input's
+  // block where its lanes line up and patched lane by lane elsewhere.
+  auto concat = [](std::vector<Ints> inputs) {
+    Case c{inputs, {}, {}};
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      for (int64_t k = 0; k < inputs[i][1]; ++k) {
+        c.sources.push_back(static_cast<int64_t>(i));
+        c.channels.push_back(k);
+      }
+    }
+    return c;
+  };
+  Case swap{{{1, 32, 3, 4}}, {}, {}};
+  for (int64_t k = 0; k < 32; ++k) {
+    swap.sources.push_back(0);
+    swap.channels.push_back((k + 16) % 32);
+  }
+  return {shuffle, three, wide, concat({{2, 24, 5, 6}, {2, 4, 5, 6}}),
+          concat({{1, 20, 3, 3}, {1, 12, 3, 3}, {1, 2, 3, 3}}), concat({{1, 2, 4, 3}, {1, 30, 4, 3}}), swap};
 }
 
 TEST(ChannelGather, PlainReferenceMatchesIndexByIndex) {
