@@ -155,10 +155,12 @@ template <typename T>
 }
 
 // Copies with elements of type T (the dtype's size: the op only moves bits), item by item: a
-// plane of the plain output, a block of the blocked one. On one thread: splitting the blocks of
-// fr_pose's gathers over two threads measured no faster (their time goes to cache misses on the
-// lines they draw from); BlazeFace's 64 x 64 x 28 padding took 36 instead of 44 us over two, but
-// the gathers after it longer, the model 0.98 of its time (5 pairs): too little for a threshold.
+// plane of the plain output, a block of the blocked one. Blocked outputs from this size on are
+// copied on every thread; below it, one: splitting the blocks of fr_pose's gathers (up to 0.4 MB)
+// over two threads measured no faster (their time goes to cache misses on the lines they draw
+// from); BlazeFace's 64 x 64 x 28 padding (0.5 MB) took 36 instead of 44 us over two, but the
+// gathers after it longer, the model 0.98 of its time (5 pairs).
+constexpr int64_t kParallelGatherBytes = int64_t{2} << 20;
 template <typename T>
 void gather(std::span<const Tensor* const> inputs, Tensor& y, const std::vector<int64_t>& sources,
             const std::vector<int64_t>& channels, bool blocked) {
@@ -190,10 +192,13 @@ void gather(std::span<const Tensor* const> inputs, Tensor& y, const std::vector<
     }
     return;
   }
-  // Blocked output: one block's lanes at each position, so every line written is whole.
-  std::vector<const T*> from(static_cast<size_t>(out.lanes));
-  std::vector<int64_t> stride(static_cast<size_t>(out.lanes));
+  // Blocked output: one block's lanes at each position, so every line written is whole. Blocks
+  // over the threads when Y is large (ppocr_v4_det's 9.8 MB Concat of four 24-channel maps).
+  const bool parallel = y.nbytes() >= kParallelGatherBytes;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t item = 0; item < batch * out.blocks; ++item) {
+    std::vector<const T*> from(static_cast<size_t>(out.lanes));
+    std::vector<int64_t> stride(static_cast<size_t>(out.lanes));
     const int64_t n = item / out.blocks, c0 = (item % out.blocks) * out.lanes, live = std::min(out.lanes, c_out - c0);
     for (int64_t l = 0; l < live; ++l) std::tie(from[l], stride[l]) = source(n, c0 + l);
     const std::span<const T* const> sources_of_lanes(from.data(), static_cast<size_t>(live));
