@@ -107,8 +107,10 @@ std::vector<Case> cases() {
     swap.sources.push_back(0);
     swap.channels.push_back((k + 16) % 32);
   }
+  // The last one is large enough (2.4 MB) to be copied on every thread.
   return {shuffle, three, wide, concat({{2, 24, 5, 6}, {2, 4, 5, 6}}),
-          concat({{1, 20, 3, 3}, {1, 12, 3, 3}, {1, 2, 3, 3}}), concat({{1, 2, 4, 3}, {1, 30, 4, 3}}), swap};
+          concat({{1, 20, 3, 3}, {1, 12, 3, 3}, {1, 2, 3, 3}}), concat({{1, 2, 4, 3}, {1, 30, 4, 3}}), swap,
+          concat({{1, 24, 96, 96}, {1, 40, 96, 96}})};
 }
 
 TEST(ChannelGather, PlainReferenceMatchesIndexByIndex) {
