@@ -789,14 +789,8 @@ void expect_sequence_lengths_share_the_weights(RnnCase c, int packings) {
 }
 
 TEST(RnnGraph, PlansForOtherSequenceLengthsShareThePackedWeights) {
-  RnnCase lstm;
-  lstm.direction = "bidirectional";
-  lstm.seq = 7;
-  lstm.batch = 2;
-  lstm.input = 6;
-  lstm.hidden = 12;
-  lstm.initial_state = false;
-  lstm.peephole = true;
+  const RnnCase lstm{.direction = "bidirectional", .seq = 7, .batch = 2, .input = 6, .hidden = 12,
+                     .initial_state = false, .peephole = true};
   expect_sequence_lengths_share_the_weights(lstm, 5);  // W, B, P and R per direction
   RnnCase gru = lstm;
   gru.op = "GRU";
