@@ -7,10 +7,11 @@
 //  - the input projections X_t W^T of every step are one GEMM per direction
 //    ([seq*batch, input] x [input, gates*hidden], oneDNN's sgemm) before the recurrence,
 //    instead of a matrix-vector product per step;
-//  - R is packed once per session (kernels/packed_weight_cache.h: the plans for other sequence
-//    lengths share it, and the graph's W, R, B and P are let go), into panels of four vectors' width x hidden rows, so the
-//    per-step product H_{t-1} R^T streams each panel with aligned loads into register
-//    accumulators (one batch row: two banks over even/odd k, so the FMA chains overlap);
+//  - R is packed once per session (kernels/packed_weight_cache.h: plans for other sequence
+//    lengths share it, as W, B and P, and the graph lets its copies go) into panels of four
+//    vectors' width x hidden rows, so the per-step product H_{t-1} R^T streams each panel with
+//    aligned loads into register accumulators (one batch row: two banks over even/odd k, so the
+//    FMA chains overlap);
 //  - the gate math runs on whole vectors with hwy_math-inl.h's Sigmoid and SafeTanh (NaN kept);
 //  - a large bidirectional node runs its two directions (projection and recurrence) on two
 //    threads.
@@ -488,7 +489,8 @@ class RnnKernel final : public Kernel {
   // apart since r multiplies it), or (`reset`) that Rb_h as [dirs, Hp].
   PackedFloats pack_bias(const Tensor& bias, bool reset) const {
     const int64_t per_dir = reset ? hp_ : gates_ * hp_;
-    return pack_floats(bias, packing(reset ? "Rb_h" : "B"), static_cast<size_t>(d_.directions * per_dir), [&](float* out) {
+    const auto floats = static_cast<size_t>(d_.directions * per_dir);
+    return pack_floats(bias, packing(reset ? "Rb_h" : "B"), floats, [&](float* out) {
       const float* b = bias.data<float>();
       const int64_t gh = gates_ * d_.hidden;
       for (int64_t dir = 0; dir < d_.directions; ++dir) {
@@ -510,7 +512,8 @@ class RnnKernel final : public Kernel {
   PackedFloats pack_peephole(const Tensor& peephole) const {
     return pack_floats(peephole, packing("P"), static_cast<size_t>(d_.directions * 3 * hp_), [&](float* out) {
       for (int64_t dg = 0; dg < d_.directions * 3; ++dg) {
-        std::memcpy(out + dg * hp_, peephole.data<float>() + dg * d_.hidden, static_cast<size_t>(d_.hidden) * sizeof(float));
+        std::memcpy(out + dg * hp_, peephole.data<float>() + dg * d_.hidden,
+                    static_cast<size_t>(d_.hidden) * sizeof(float));
       }
     });
   }
