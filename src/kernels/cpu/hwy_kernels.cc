@@ -3,7 +3,7 @@
 namespace opfuse {
 
 std::vector<KernelImpl> hwy_kernels() {
-  std::vector<KernelImpl> all;
+  std::vector<KernelImpl> all = {hwy_cpu::prelu_kernel()};
   for (auto list : {hwy_cpu::elementwise_kernels, hwy_cpu::softmax_kernels,
                     hwy_cpu::reduce_kernels, hwy_cpu::layout_kernels,
                     hwy_cpu::resize_kernels, hwy_cpu::convert_kernels}) {

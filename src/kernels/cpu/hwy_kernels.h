@@ -3,7 +3,7 @@
 // with static shapes; anything else is declined so the reference kernel runs.
 //
 // Files, one per concept: hwy_elementwise.cc (every op with a ScalarExpr), hwy_softmax.cc
-// (Softmax, LogSoftmax, LayerNormalization), hwy_reduce.cc (ReduceSum/Mean/Max/Min over a block
+// (Softmax, LogSoftmax, LayerNormalization), hwy_prelu.cc (PRelu), hwy_reduce.cc (ReduceSum/Mean/Max/Min over a block
 // of axes, and global average pooling), hwy_movers.cc (Transpose, Expand, Slice, Concat, Gather: element movers),
 // hwy_resize.cc (Resize nearest/linear over H,W of NCHW), hwy_convert.cc (Cast between float and
 // small integer types, DynamicQuantizeLinear), hwy_math-inl.h (vector
@@ -30,6 +30,8 @@ inline constexpr int64_t kParallelThreshold = int64_t{1} << 15;
 std::optional<std::vector<int64_t>> static_dims_of(const Value* v, DType dtype = DType::kF32);
 
 // Per-concept KernelImpl lists (each file's own).
+// PRelu with the slope in registers (hwy_prelu.cc), before the elementwise kernel.
+KernelImpl prelu_kernel();
 std::vector<KernelImpl> elementwise_kernels();
 std::vector<KernelImpl> softmax_kernels();
 std::vector<KernelImpl> reduce_kernels();
