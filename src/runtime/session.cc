@@ -383,23 +383,25 @@ Status Session::check_inputs(const TensorMap& inputs) const {
                                         sig.to_string(), ")"));
     }
     const Tensor& t = it->second;
-    const std::string expected = str_cat("expected ", dtype_name(sig.dtype),
-                                         sig.shape ? shape_to_string(*sig.shape) : "[*]",
-                                         ", given ", t.type_string());
+    // Built only for an error: every run checks its inputs.
+    const auto expected = [&] {
+      return str_cat("expected ", dtype_name(sig.dtype), sig.shape ? shape_to_string(*sig.shape) : "[*]", ", given ",
+                     t.type_string());
+    };
     if (!t.defined()) return Status::user_error(str_cat("input '", sig.name, "' is empty"));
     if (t.dtype() != sig.dtype) {
-      return Status::user_error(str_cat("input '", sig.name, "' has the wrong dtype: ", expected));
+      return Status::user_error(str_cat("input '", sig.name, "' has the wrong dtype: ", expected()));
     }
     if (!sig.shape) continue;
     if (static_cast<size_t>(t.rank()) != sig.shape->size()) {
-      return Status::user_error(str_cat("input '", sig.name, "' has the wrong rank: ", expected));
+      return Status::user_error(str_cat("input '", sig.name, "' has the wrong rank: ", expected()));
     }
     for (size_t i = 0; i < sig.shape->size(); ++i) {
       const Dim& d = (*sig.shape)[i];
       const int64_t given = t.dims()[i];
       if (d.is_known() && d.value() != given) {
         return Status::user_error(
-            str_cat("input '", sig.name, "' has the wrong shape (dim ", i, "): ", expected));
+            str_cat("input '", sig.name, "' has the wrong shape (dim ", i, "): ", expected()));
       }
       if (d.is_symbolic()) {
         auto [entry, inserted] = bound.try_emplace(d.symbol_name(), given, sig.name);
