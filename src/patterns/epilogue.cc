@@ -14,7 +14,7 @@
 //
 // Algebra: Fused(x, W, B, r){[p1 .. pk]} = pk(...p1(Anchor(x, W, B))...), each p elementwise:
 // one ONNX activation (Relu, LeakyRelu, Clip/Relu6, Sigmoid, Tanh, HardSigmoid, HardSwish, Elu,
-// Gelu erf/tanh, and every other activation op record: Selu, Celu, Softplus ...), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant),
+// Gelu erf/tanh, and every other activation op record: Selu, Celu, Softplus ...), x * Sigmoid(x) (SiLU), x * HardSigmoid(x) and x * Relu6(x + 3) / 6 (HardSwish), a * y + b (Mul/Div/Add/Sub by a scalar constant),
 // a one-sided clip (Max/Min with a scalar constant) or
 // "add": + r, with r of exactly the output's shape and dtype, at most one per anchor. Since every
 // p reads only the element it writes, applying them inside the kernel computes the same values.
@@ -135,6 +135,25 @@ Pattern hardswish_mul_pattern() {
   return p;
 }
 
+// x * Relu6(x + 3) / 6 is HardSwish written out (Paddle2ONNX's hardswish: PP-OCR's and
+// PP-LCNet's convs, 18 to 33 of them per model). The /6 divides or multiplies by 1/6, last or
+// on the clip. Without this the four ops ran as a fused region of their own after each conv.
+// NaN, the infinities and -Inf (0 * -Inf = NaN in both) give what HardSwish gives.
+Pattern hardswish_relu6_pattern() {
+  const auto relu6 = [] {
+    return op("Clip", {op("Add", {any("anchor"), scalar(3.0)}), scalar(0.0), scalar(6.0)});
+  };
+  const double sixth = 1.0 / 6.0;
+  Pattern p = absorb_pattern("epilogue_hardswish_relu6",
+                             one_of({op("Div", {op("Mul", {anchor_tree(), relu6()}), scalar(6.0)}),
+                                     op("Mul", {op("Mul", {anchor_tree(), relu6()}), scalar(sixth)}),
+                                     op("Mul", {anchor_tree(), op("Div", {relu6(), scalar(6.0)})}),
+                                     op("Mul", {anchor_tree(), op("Mul", {relu6(), scalar(sixth)})})}),
+                             [](const Match&) -> Result<std::string> { return std::string("hardswish"); });
+  p.benefit = 10;  // before the single-op rules rooted at Mul and Div
+  return p;
+}
+
 // a * y + b from Mul / Div / Add / Sub of the anchor's output by a scalar constant.
 Pattern linear_pattern(std::string_view onnx_op) {
   const std::string op_name(onnx_op);
@@ -223,6 +242,7 @@ std::vector<Pattern> epilogue_patterns() {
   }
   out.push_back(silu_pattern());
   out.push_back(hardswish_mul_pattern());
+  out.push_back(hardswish_relu6_pattern());
   for (std::string_view op : {"Mul", "Div", "Add", "Sub"}) out.push_back(linear_pattern(op));
   for (std::string_view op : {"Max", "Min"}) out.push_back(bound_pattern(op));
   out.push_back(residual_pattern());

@@ -89,6 +89,28 @@ std::map<std::string, int> check_fusion(const std::string& text) {
   return op_counts(fused);
 }
 
+// O2 and O3 against eager mode with a NaN, +Inf and -Inf in the first input (of at least 301
+// floats).
+void check_non_finite(const std::string& text) {
+  const Graph g = parse(text);
+  TensorMap inputs = testing_graphs::random_inputs(g, 3, -1, 1);
+  float* x = inputs.begin()->second.data<float>();
+  x[9] = std::numeric_limits<float>::quiet_NaN();
+  x[200] = std::numeric_limits<float>::infinity();
+  x[300] = -std::numeric_limits<float>::infinity();
+  auto want = run_eager(g, inputs);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  for (OptLevel level : {OptLevel::kO2, OptLevel::kO3}) {
+    SessionOptions so;
+    so.level = level;
+    auto session = Session::create(g.clone(), so);
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    auto got = session->run(inputs);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_LE(max_relative_difference(*got, *want), 1e-5) << "NaN and Inf at " << opt_level_name(level);
+  }
+}
+
 // The kernel of every step of the graph-mode plan at `level` that runs `op` (with `scaled_only`,
 // only the convs that read an input scale).
 std::vector<std::string> plan_kernels(const std::string& text, OptLevel level, const std::string& op,
@@ -253,15 +275,27 @@ TEST(FusionNumericTest, DepthwiseConvHardSwishAndSilu) {
                            "%sg: f32[1,16,8,8] = Sigmoid(%c)\n  %y: f32[1,16,8,8] = Mul(%sg, %c)",
                            "%y: f32[1,16,8,8] = Clip(%c, %lo, %hi)",
                            "%hs: f32[1,16,8,8] = HardSigmoid(%c) {alpha = 0.16666667}\n"
-                           "  %y: f32[1,16,8,8] = Mul(%c, %hs)"}) {
+                           "  %y: f32[1,16,8,8] = Mul(%c, %hs)",
+                           // Paddle2ONNX's hardswish: x * Relu6(x + 3) / 6, in its four orders.
+                           "%a: f32[1,16,8,8] = Add(%c, %three)\n  %r6: f32[1,16,8,8] = Clip(%a, %lo, %hi)\n"
+                           "  %m: f32[1,16,8,8] = Mul(%c, %r6)\n  %y: f32[1,16,8,8] = Div(%m, %hi)",
+                           "%a: f32[1,16,8,8] = Add(%three, %c)\n  %r6: f32[1,16,8,8] = Clip(%a, %lo, %hi)\n"
+                           "  %m: f32[1,16,8,8] = Mul(%r6, %c)\n  %y: f32[1,16,8,8] = Mul(%m, %sixth)",
+                           "%a: f32[1,16,8,8] = Add(%c, %three)\n  %r6: f32[1,16,8,8] = Clip(%a, %lo, %hi)\n"
+                           "  %d: f32[1,16,8,8] = Div(%r6, %hi)\n  %y: f32[1,16,8,8] = Mul(%c, %d)",
+                           "%a: f32[1,16,8,8] = Add(%c, %three)\n  %r6: f32[1,16,8,8] = Clip(%a, %lo, %hi)\n"
+                           "  %d: f32[1,16,8,8] = Mul(%sixth, %r6)\n  %y: f32[1,16,8,8] = Mul(%d, %c)"}) {
     SCOPED_TRACE(tail);
     const std::string text = std::string(R"(graph @main opset 13 (%x: f32[1,16,8,8]) {
   %w: f32[16,1,3,3] = const elided
   %lo: f32[] = const [0]
   %hi: f32[] = const [6]
+  %three: f32[] = const [3]
+  %sixth: f32[] = const [0.16666667]
   %c: f32[1,16,8,8] = Conv(%x, %w) {group = 16, pads = [1, 1, 1, 1]}
   )") + tail + "\n  return %y\n}";
     EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+    check_non_finite(text);
   }
 }
 
@@ -281,23 +315,7 @@ TEST(FusionNumericTest, BoundsByScalarsBecomeOneSidedClips) {
   %l: f32[1,8,8,8] = LeakyRelu(%c) {alpha = 0.2}
   )") + tail + "\n  return %y\n}";
     EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
-    const Graph g = parse(text);
-    TensorMap inputs = testing_graphs::random_inputs(g, 3, -1, 1);
-    float* x = inputs.begin()->second.data<float>();
-    x[9] = std::numeric_limits<float>::quiet_NaN();
-    x[200] = std::numeric_limits<float>::infinity();
-    x[300] = -std::numeric_limits<float>::infinity();
-    auto want = run_eager(g, inputs);
-    ASSERT_TRUE(want.is_ok()) << want.status().message();
-    for (OptLevel level : {OptLevel::kO2, OptLevel::kO3}) {
-      SessionOptions so;
-      so.level = level;
-      auto session = Session::create(g.clone(), so);
-      ASSERT_TRUE(session.is_ok()) << session.status().message();
-      auto got = session->run(inputs);
-      ASSERT_TRUE(got.is_ok()) << got.status().message();
-      EXPECT_LE(max_relative_difference(*got, *want), 1e-5) << "NaN and Inf at " << opt_level_name(level);
-    }
+    check_non_finite(text);
   }
 }
 
