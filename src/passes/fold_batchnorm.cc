@@ -4,8 +4,10 @@
 // and likewise ConvTranspose (W is [C_in, C_out/group, ...]: output channel g*C_out/group + j),
 // Gemm (B's rows when transB, else its columns; C becomes beta*C*a + b with beta = 1) and
 // MatMul with a constant 2-D B (B's columns, then Add(., b)). All math in double.
-// Only exact folds: the anchor's output feeds only the BN and is not a graph output, the BN and
-// anchor parameters are f32 constants. Every fold and every refusal is recorded.
+// A Conv's or ConvTranspose's bias written as an Add of a per-channel constant between it and
+// the BN folds along: BN(Conv(x, W, c) + d) -> Conv(x, W * a, (c + d) * a + b).
+// Only exact folds: the anchor's output feeds only the BN (or the bias Add, which feeds only the
+// BN) and is not a graph output, the BN and anchor parameters are f32 constants. Every fold and every refusal is recorded.
 // A BN with constant parameters that no anchor can take (DenseNet's BN on a Concat of earlier
 // layers, a BN after a shared conv) becomes Mul(x, a) -> Add(., b) with [C, 1, ...] constants:
 // the reference BN kernel is replaced by ordinary broadcast ops, which region fusion merges with
@@ -75,9 +77,10 @@ Tensor scale_weights(const Tensor& w, const Affine& bn, ChannelFn channel_of) {
   return out;
 }
 
-// The new per-channel bias c * a + b (c absent: b).
-Tensor folded_bias(const Value* bias, const Affine& bn, Reason& why) {
+// The new per-channel bias (c + d) * a + b (c absent: 0; d: a bias Add's constant, or empty).
+Tensor folded_bias(const Value* bias, const std::vector<double>& d, const Affine& bn, Reason& why) {
   std::vector<double> out = bn.b;
+  for (size_t i = 0; i < d.size(); ++i) out[i] += d[i] * bn.a[i];
   if (bias != nullptr) {
     const Tensor* c = constant_data(bias);
     if (c == nullptr || c->dtype() != DType::kF32) {
@@ -99,7 +102,36 @@ struct Plan {
   int bias_input = 2;  // where the bias goes on the anchor; -1: a new Add after it
 };
 
-Reason plan_conv(const Node& conv, const Affine& bn, bool transposed, Plan& plan) {
+// The per-channel constant of `add` when it adds one to a Conv's or ConvTranspose's output
+// (Paddle's and TensorFlow's exports write a conv's bias so: ConvTranspose -> Add(., b[C,1,1]) ->
+// BN -> Relu in PP-OCR's detector head), else nullopt; `conv` gets the conv.
+std::optional<std::vector<double>> conv_bias_add(const Node& add, Node*& conv) {
+  if (!add.domain().empty() || add.op_type() != "Add" || add.inputs().size() != 2) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    Node* p = add.input(i)->producer();
+    const Tensor* c = constant_data(add.input(1 - i));
+    if (p == nullptr || !p->domain().empty() || (p->op_type() != "Conv" && p->op_type() != "ConvTranspose") ||
+        c == nullptr || c->dtype() != DType::kF32) {
+      continue;
+    }
+    const auto y = known_dims(add.input(i));
+    if (!y || y->size() < 3 || known_dims(add.output(0)) != y) continue;
+    // Every dim of c is 1 but the channel axis (1), right-aligned against Y.
+    const int64_t lead = static_cast<int64_t>(y->size()) - c->rank();
+    bool per_channel = lead >= 0;
+    for (int64_t k = 0; per_channel && k < c->rank(); ++k) {
+      per_channel = c->dim(k) == 1 || (k + lead == 1 && c->dim(k) == (*y)[1]);
+    }
+    if (!per_channel) continue;
+    std::vector<double> d((*y)[1]);
+    for (size_t k = 0; k < d.size(); ++k) d[k] = c->get_double(c->numel() == 1 ? 0 : static_cast<int64_t>(k));
+    conv = p;
+    return d;
+  }
+  return std::nullopt;
+}
+
+Reason plan_conv(const Node& conv, const std::vector<double>& shift, const Affine& bn, bool transposed, Plan& plan) {
   if (!is_f32_constant(conv.input(1))) return "non-constant weights";
   const Tensor& w = *constant_data(conv.input(1));
   const int64_t channels = static_cast<int64_t>(bn.a.size());
@@ -121,7 +153,7 @@ Reason plan_conv(const Node& conv, const Affine& bn, bool transposed, Plan& plan
     });
   }
   Reason why;
-  plan.bias = folded_bias(conv.input(2), bn, why);
+  plan.bias = folded_bias(conv.input(2), shift, bn, why);
   return why;
 }
 
@@ -162,17 +194,22 @@ Reason plan_matmul(const Node& matmul, const Affine& bn, Plan& plan) {
   return {};
 }
 
-Reason plan_fold(Node& anchor, const Node& bn, Plan& plan) {
+// `bias_add`: the Add of a per-channel constant `shift` between a conv and the BN, or null.
+Reason plan_fold(Node& anchor, const Node* bias_add, const std::vector<double>& shift, const Node& bn, Plan& plan) {
   if (bn.input(0)->dtype != DType::kF32) return "dtype is not f32";
   Affine affine;
   if (Reason why = bn_affine(bn, affine); !why.empty()) return why;
-  Value* mid = anchor.output(0);
-  if (mid->is_graph_output()) return "graph output";
-  if (mid->uses().size() != 1) return "shared intermediate";
+  for (const Node* n : {static_cast<const Node*>(&anchor), bias_add}) {
+    if (n == nullptr) continue;
+    const Value* mid = n->output(0);
+    if (mid->is_graph_output()) return "graph output";
+    if (mid->uses().size() != 1) return "shared intermediate";
+  }
   if (bn.output(0)->is_graph_output()) return "BN output is a graph output (its name must stay)";
+  if (!shift.empty() && shift.size() != affine.a.size()) return "the bias Add's channels differ from the BN's";
   const std::string& op = anchor.op_type();
-  if (op == "Conv") return plan_conv(anchor, affine, false, plan);
-  if (op == "ConvTranspose") return plan_conv(anchor, affine, true, plan);
+  if (op == "Conv") return plan_conv(anchor, shift, affine, false, plan);
+  if (op == "ConvTranspose") return plan_conv(anchor, shift, affine, true, plan);
   if (op == "Gemm") return plan_gemm(anchor, affine, plan);
   return plan_matmul(anchor, affine, plan);
 }
@@ -255,9 +292,20 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
   const std::string pass(kPass);
   for (Node* bn : bns) {
     Node* anchor = bn->input(0) ? bn->input(0)->producer() : nullptr;
-    const std::string what = anchor ? str_cat(node_label(*bn), " into ", node_label(*anchor))
-                                    : node_label(*bn);
+    // A conv's bias written as an Add between it and the BN folds along (the Add goes dead).
+    Node* bias_add = nullptr;
+    std::vector<double> shift;
+    if (Node* conv = nullptr; anchor != nullptr) {
+      if (auto d = conv_bias_add(*anchor, conv)) {
+        bias_add = anchor;
+        anchor = conv;
+        shift = std::move(*d);
+      }
+    }
+    std::string what = anchor ? str_cat(node_label(*bn), " into ", node_label(*anchor)) : node_label(*bn);
+    if (bias_add) what += str_cat(" with its bias ", node_label(*bias_add));
     PassDecision decision{pass, what, false, {}, pass, {bn->name()}, {}, 0};
+    if (bias_add) decision.members.push_back(bias_add->name());
     if (anchor) decision.members.push_back(anchor->name());
     auto refuse = [&](std::string reason) {
       decision.reason = std::move(reason);
@@ -279,13 +327,16 @@ Result<bool> run_fold_batchnorm_pass(Graph& graph, PassContext& context) {
       why = "input is not produced by Conv, ConvTranspose, Gemm or MatMul";
     } else if (!context.fusion.node_fusible(*anchor)) {
       why = context.fusion.node_refusal(*anchor);
+    } else if (bias_add && !context.fusion.node_fusible(*bias_add)) {
+      why = context.fusion.node_refusal(*bias_add);
     } else {
-      why = plan_fold(*anchor, *bn, plan);
+      why = plan_fold(*anchor, bias_add, shift, *bn, plan);
     }
     if (why.empty()) {
       // The BN's pass over memory disappears: its input is no longer read, its output no longer
       // written (the anchor writes the result directly).
       decision.bytes_saved = value_bytes(bn->input(0)) + value_bytes(bn->output(0));
+      if (bias_add) decision.bytes_saved += value_bytes(bias_add->input(0)) + value_bytes(bias_add->output(0));
       decision.applied = true;
       decision.result = anchor->name();
       OPFUSE_TRY(apply(graph, *anchor, *bn, std::move(plan)));

@@ -117,6 +117,7 @@ struct FoldCase {
   Attributes attrs;
   int64_t channels;
   bool with_bias;
+  bool bias_add = false;  // an Add of a [channels, 1, 1] constant between the anchor and the BN
 };
 
 // `ops`: the op histogram of the graph after the fold.
@@ -127,11 +128,16 @@ double fold_and_compare(const FoldCase& c, std::map<std::string, int>& ops) {
   std::vector<Value*> inputs = {x, g.add_constant("w", random_tensor(c.w_dims, rng, -1, 1))};
   if (c.with_bias) inputs.push_back(g.add_constant("b", random_tensor({c.channels}, rng, -1, 1)));
   Node* anchor = g.add_node(c.op, inputs, {"a"}, c.attrs, "anchor").value();
+  Value* bn_input = anchor->output(0);
+  if (c.bias_add) {
+    Value* d = g.add_constant("d", random_tensor({c.channels, 1, 1}, rng, -1, 1));
+    bn_input = g.add_node("Add", {d, bn_input}, {"ab"}, {}, "bias_add").value()->output(0);
+  }
   Value* scale = g.add_constant("scale", random_tensor({c.channels}, rng, 0.5, 2));
   Value* shift = g.add_constant("shift", random_tensor({c.channels}, rng, -1, 1));
   Value* mean = g.add_constant("mean", random_tensor({c.channels}, rng, -1, 1));
   Value* var = g.add_constant("var", random_tensor({c.channels}, rng, 0.1, 3));
-  Node* bn = g.add_node("BatchNormalization", {anchor->output(0), scale, shift, mean, var}, {"n"},
+  Node* bn = g.add_node("BatchNormalization", {bn_input, scale, shift, mean, var}, {"n"},
                         {{"epsilon", 1e-3f}}, "bn").value();
   Node* relu = g.add_node("Neg", {bn->output(0)}, {"y"}).value();
   g.add_output(relu->output(0));
@@ -170,6 +176,18 @@ TEST(FoldBatchNormNumericTest, GroupedStridedConvTransposeWithoutBias) {
   EXPECT_LE(fold_and_compare(c, ops), 1e-5);
   EXPECT_EQ(ops["BatchNormalization"], 0);
   EXPECT_EQ(ops["Mul"], 0);
+}
+
+TEST(FoldBatchNormNumericTest, ConvTransposeThroughItsBiasAdd) {
+  for (bool with_bias : {false, true}) {
+    std::map<std::string, int> ops;
+    FoldCase c{"ConvTranspose", {2, 6, 5, 5}, {6, 2, 2, 2},
+               {{"group", int64_t{3}}, {"strides", std::vector<int64_t>{2, 2}}}, 6, with_bias, true};
+    EXPECT_LE(fold_and_compare(c, ops), 1e-5);
+    EXPECT_EQ(ops["BatchNormalization"], 0);
+    EXPECT_EQ(ops["Add"], 0);
+    EXPECT_EQ(ops["Mul"], 0);
+  }
 }
 
 TEST(FoldBatchNormNumericTest, GroupedConvWithBias) {
