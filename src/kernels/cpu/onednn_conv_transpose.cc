@@ -40,8 +40,30 @@ PrimitivePlan build_deconv_plan(const KernelCompileContext& ctx, const ConvGeome
                                       g.pad_r);
     return deconvolution_forward::primitive_desc(desc, attr, cpu_engine());
   };
-  const auto pd = prefer_direct_kernel(make_pd(x_md, y_md), make_pd, g, /*gemm_ok_for_pointwise=*/false);
+  // Fewer output channels than a block: the direct kernel's blocked output pads them to 16 and
+  // does as much work as for 16, and the input's reorder is most of the rest. PP-OCR's head, 24 ->
+  // 1 channels, 2x2 stride 2 from 320x320 (Zen 4, AVX-512, 2 threads): the plain GEMM 0.44 ms,
+  // the blocked direct kernel with its reorders 5.5 ms.
+  auto plain = make_pd(x_md, y_md);
+  const bool few_channels = m < 16 && !is_reference_impl(plain);
+  const auto pd = few_channels ? plain : prefer_direct_kernel(plain, make_pd, g, /*gemm_ok_for_pointwise=*/false);
   return assemble_conv_plan<deconvolution_forward>(ctx, g, pd, strided_desc(w_dims, w_strides), m);
+}
+
+// oneDNN 2.6's deconvolution applies its bias and every post-op in loops of its own after the
+// product. PP-OCR's detector head, 24 -> 24 channels, 2x2 stride 2 to 320x320 (Zen 4, AVX-512, 2
+// threads): the product 1.0 ms (nChw16c) to 3.8 ms (nchw), +3-5 ms with the bias, +30-50 ms with
+// a relu post-op (24 -> 1 channels to 640x640 on a Zen 5: 65 ms with eltwise_linear against 3.8
+// ms). So a constant bias and the whole epilogue run in our own pass after it, channel by
+// channel (HostEpilogueKernel); the primitive gets neither.
+ChannelBias bias_for_own_pass(const KernelCompileContext& ctx, ConvGeometry& g) {
+  const Tensor* b = g.has_bias ? ctx.f32_constant(2, {g.y[1]}) : nullptr;
+  if (b == nullptr) return {};  // none, or computed at run time: oneDNN adds it
+  g.has_bias = false;
+  ChannelBias out;
+  out.values.assign(b->data<float>(), b->data<float>() + g.y[1]);
+  for (size_t i = 2; i < g.y.size(); ++i) out.spatial *= g.y[i];
+  return out;
 }
 
 bool deconv_supports(const KernelCompileContext& ctx) {
@@ -54,50 +76,38 @@ bool deconv_supports(const KernelCompileContext& ctx) {
 }
 
 Result<std::unique_ptr<Kernel>> deconv_create(const KernelCompileContext& ctx) {
-  const auto g = conv_geometry(ctx, true);
+  auto g = conv_geometry(ctx, true);
   if (!g) {
     return Status::internal_error(
         str_cat(ctx.node.describe(), ": not an onednn.conv_transpose node"));
   }
-  return make_kernel("onednn.conv_transpose", ctx.node,
-                     [&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); });
+  ChannelBias bias = bias_for_own_pass(ctx, *g);
+  OPFUSE_ASSIGN_OR_RETURN(auto deconv, make_kernel("onednn.conv_transpose", ctx.node,
+                                                    [&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); }));
+  return with_host_epilogue(ctx.node, std::move(deconv), {}, std::move(bias));
 }
 
-// opfuse::FusedConvTranspose: the same primitive with the epilogue as post-ops, the residual
-// (input 3) as a binary add in the output's plain layout; from the first post-op oneDNN would
-// not keep NaN through (onednn_post_ops.h), the rest runs as our own pass.
+// opfuse::FusedConvTranspose: the same primitive, then the bias and the whole epilogue in our
+// own pass (above); an "add" reads the residual input 3 in the output's plain layout.
 struct FusedDeconvPlan {
   PrimitivePlan deconv;
-  std::vector<PostOp> rest;
+  std::vector<PostOp> epilogue;
+  ChannelBias bias;
 };
 
 std::optional<FusedDeconvPlan> fused_deconv_plan(const KernelCompileContext& ctx) {
   if (ctx.node.domain() != kFusedDomain) return std::nullopt;
-  const auto g = conv_geometry(ctx, true);
+  auto g = conv_geometry(ctx, true);
   auto epilogue = read_epilogue(ctx.node);
-  if (!g || !epilogue.is_ok()) return std::nullopt;
-  if (ctx.node.has_input(3) && static_f32_dims(ctx.node.input(3)) != g->y) return std::nullopt;
-  const std::span<const PostOp> all(*epilogue);
-  // With fewer output channels than a vector holds, oneDNN 2.6's deconvolution with any post-op
-  // is an order of magnitude slower than without (PaddleOCR's detector head, 24 -> 1 channels,
-  // 2x2 stride 2 to 640x640: 65 ms with eltwise_linear vs 3.8 ms plain, Zen 5 AVX-512): those
-  // run every post-op in our own pass.
-  const bool few_channels = g->y.size() > 1 && g->y[1] < 16;
-  const auto head = all.first(few_channels ? 0 : placed_post_ops(all, ctx, nan_keeping_post_ops(all, ctx)));
-  std::vector<PostOp> rest(all.begin() + static_cast<std::ptrdiff_t>(head.size()), all.end());
-  if (!hwy_cpu::vector_epilogue(rest)) return std::nullopt;
-  bool residual_in_rest = false;
-  for (const PostOp& op : rest) residual_in_rest |= op.spec->reads_residual;
-  int residual = -1;
-  const auto ops = make_post_ops(head, plain_desc(g->y), residual);
-  if (!ops || (residual >= 0 || residual_in_rest) != ctx.node.has_input(3)) return std::nullopt;
-  auto plan = try_dnnl<PrimitivePlan>([&] { return build_deconv_plan(ctx, *g, *ops); });
+  if (!g || !epilogue.is_ok() || !hwy_cpu::vector_epilogue(*epilogue)) return std::nullopt;
+  bool residual = false;
+  for (const PostOp& op : *epilogue) residual |= op.spec->reads_residual;
+  if (residual != ctx.node.has_input(3)) return std::nullopt;
+  if (residual && static_f32_dims(ctx.node.input(3)) != g->y) return std::nullopt;
+  ChannelBias bias = bias_for_own_pass(ctx, *g);
+  auto plan = try_dnnl<PrimitivePlan>([&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); });
   if (!plan) return std::nullopt;
-  if (residual >= 0) {
-    plan->bindings.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual) | DNNL_ARG_SRC_1, 3, g->y,
-                              plain_desc(g->y), {}});
-  }
-  return FusedDeconvPlan{std::move(*plan), std::move(rest)};
+  return FusedDeconvPlan{std::move(*plan), std::move(*epilogue), std::move(bias)};
 }
 
 bool fused_deconv_supports(const KernelCompileContext& ctx) { return fused_deconv_plan(ctx).has_value(); }
@@ -109,7 +119,7 @@ Result<std::unique_ptr<Kernel>> fused_deconv_create(const KernelCompileContext& 
   }
   OPFUSE_ASSIGN_OR_RETURN(auto deconv, make_kernel("onednn.fused_conv_transpose", ctx.node,
                                                     [&] { return std::move(plan->deconv); }));
-  return with_host_epilogue(ctx.node, std::move(deconv), plan->rest);
+  return with_host_epilogue(ctx.node, std::move(deconv), plan->epilogue, std::move(plan->bias));
 }
 
 }  // namespace

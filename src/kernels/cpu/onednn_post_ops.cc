@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/hwy_kernels.h"
+
 namespace opfuse::onednn {
 namespace {
 
@@ -133,18 +135,36 @@ Status HostEpilogueKernel::run(std::span<const Tensor* const> inputs, std::span<
       (wants_r && (r == nullptr || r->dtype() != DType::kF32 || r->numel() != y->numel()))) {
     return Status::internal_error(str_cat(name(), ": the residual or the output differ from the plan"));
   }
-  hwy_cpu::apply_epilogue(rest_, y->data<float>(), wants_r ? r->data<float>() : nullptr, y->numel());
+  float* out = y->data<float>();
+  const float* res = wants_r ? r->data<float>() : nullptr;
+  if (bias_.values.empty()) {
+    hwy_cpu::apply_epilogue(rest_, out, res, y->numel());
+    return Status::ok();
+  }
+  const int64_t channels = static_cast<int64_t>(bias_.values.size()), n = bias_.spatial;
+  if (n <= 0 || y->numel() % (channels * n) != 0) {
+    return Status::internal_error(str_cat(name(), ": the output differs from the plan's channels"));
+  }
+  const int64_t rows = y->numel() / n;
+#pragma omp parallel for schedule(static) if (y->numel() > hwy_cpu::kParallelThreshold)
+  for (int64_t row = 0; row < rows; ++row) {
+    float* yr = out + row * n;
+    const float b = bias_.values[static_cast<size_t>(row % channels)];
+    for (int64_t i = 0; i < n; ++i) yr[i] += b;
+    hwy_cpu::apply_epilogue_here(rest_, yr, res != nullptr ? res + row * n : nullptr, n);
+  }
   return Status::ok();
 }
 
 Result<std::unique_ptr<Kernel>> with_host_epilogue(const Node& node, std::unique_ptr<Kernel> anchor,
-                                                   std::span<const PostOp> rest) {
-  if (rest.empty()) return anchor;
+                                                   std::span<const PostOp> rest, ChannelBias bias) {
+  if (rest.empty() && bias.values.empty()) return anchor;
   auto program = hwy_cpu::vector_epilogue(rest);
   if (!program) return Status::internal_error(str_cat(node.describe(), ": the epilogue has no vector form"));
-  std::string names;
+  std::string names = bias.values.empty() ? "" : "bias";
   for (const PostOp& op : rest) names += str_cat(names.empty() ? "" : ", ", op.spec->name);
-  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*program), std::move(names)));
+  return std::unique_ptr<Kernel>(std::make_unique<HostEpilogueKernel>(std::move(anchor), std::move(*program),
+                                                                      std::move(names), std::move(bias)));
 }
 
 }  // namespace opfuse::onednn
