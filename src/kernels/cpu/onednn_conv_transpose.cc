@@ -7,8 +7,8 @@
 namespace opfuse::onednn {
 namespace {
 
-PrimitivePlan build_deconv_plan(const KernelCompileContext& ctx, const ConvGeometry& g,
-                                const dnnl::post_ops& post_ops) {
+// The deconvolution alone: a bias only when it is computed at run time (bias_for_own_pass).
+PrimitivePlan build_deconv_plan(const KernelCompileContext& ctx, const ConvGeometry& g) {
   using dnnl::deconvolution_forward;
   const int64_t c = g.x[1], mg = g.w[1], cg = c / g.group, m = mg * g.group;
   const Dims kernel(g.w.begin() + 2, g.w.end());
@@ -27,7 +27,7 @@ PrimitivePlan build_deconv_plan(const KernelCompileContext& ctx, const ConvGeome
 
   const dnnl::memory::desc x_md = plain_desc(g.x), y_md = plain_desc(g.y);
   const dnnl::memory::desc b_md = g.has_bias ? plain_desc({m}) : dnnl::memory::desc();
-  const dnnl::primitive_attr attr = make_attr(post_ops);
+  const dnnl::primitive_attr attr = make_attr();
   auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
     const auto desc = g.has_bias
         ? deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -67,10 +67,11 @@ ChannelBias bias_for_own_pass(const KernelCompileContext& ctx, ConvGeometry& g) 
 }
 
 bool deconv_supports(const KernelCompileContext& ctx) {
-  const auto g = conv_geometry(ctx, true);
+  auto g = conv_geometry(ctx, true);
   if (!g) return false;
+  bias_for_own_pass(ctx, *g);
   return try_dnnl<bool>([&] {
-           build_deconv_plan(ctx, *g, dnnl::post_ops());
+           build_deconv_plan(ctx, *g);
            return true;
          }).has_value();
 }
@@ -83,7 +84,7 @@ Result<std::unique_ptr<Kernel>> deconv_create(const KernelCompileContext& ctx) {
   }
   ChannelBias bias = bias_for_own_pass(ctx, *g);
   OPFUSE_ASSIGN_OR_RETURN(auto deconv, make_kernel("onednn.conv_transpose", ctx.node,
-                                                    [&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); }));
+                                                    [&] { return build_deconv_plan(ctx, *g); }));
   return with_host_epilogue(ctx.node, std::move(deconv), {}, std::move(bias));
 }
 
@@ -105,7 +106,7 @@ std::optional<FusedDeconvPlan> fused_deconv_plan(const KernelCompileContext& ctx
   if (residual != ctx.node.has_input(3)) return std::nullopt;
   if (residual && static_f32_dims(ctx.node.input(3)) != g->y) return std::nullopt;
   ChannelBias bias = bias_for_own_pass(ctx, *g);
-  auto plan = try_dnnl<PrimitivePlan>([&] { return build_deconv_plan(ctx, *g, dnnl::post_ops()); });
+  auto plan = try_dnnl<PrimitivePlan>([&] { return build_deconv_plan(ctx, *g); });
   if (!plan) return std::nullopt;
   return FusedDeconvPlan{std::move(*plan), std::move(*epilogue), std::move(bias)};
 }
