@@ -299,6 +299,48 @@ TEST(FusionNumericTest, DepthwiseConvHardSwishAndSilu) {
   }
 }
 
+// Epilogues that use one oneDNN algorithm twice (a scale then a shift: two linears; two clips;
+// hardsigmoid's linear + clip and a scale): oneDNN 2.6's jit conv kernels gave the second the
+// first one's parameters (PP-LCNet's hardswish, scale, shift read 0.81 off). The repeat runs in
+// our own pass; every chain matches eager mode, with NaN and Inf too, on a 3x3 conv (its jit
+// kernels) and a MatMul.
+TEST(FusionNumericTest, EpiloguesRepeatingAnAlgorithmMatchEager) {
+  const char* tails[] = {
+      "%l: f32[1,16,8,8] = LeakyRelu(%c) {alpha = 0.1}\n  %a: f32[1,16,8,8] = Mul(%l, %s)\n"
+      "  %y: f32[1,16,8,8] = Add(%a, %t)",
+      "%a: f32[1,16,8,8] = Clip(%c, %m1, %one)\n  %y: f32[1,16,8,8] = Clip(%a, %zero, %t)",
+      "%a: f32[1,16,8,8] = HardSigmoid(%c) {alpha = 0.3}\n  %y: f32[1,16,8,8] = Mul(%a, %s)",
+      "%a: f32[1,16,8,8] = HardSwish(%c)\n  %b: f32[1,16,8,8] = Mul(%a, %s)\n  %y: f32[1,16,8,8] = Add(%b, %t)",
+      "%r: f32[1,16,8,8] = Relu(%c)\n  %a: f32[1,16,8,8] = Mul(%r, %s)\n  %r2: f32[1,16,8,8] = Relu(%a)\n"
+      "  %y: f32[1,16,8,8] = Add(%r2, %t)"};
+  for (const char* tail : tails) {
+    SCOPED_TRACE(tail);
+    const std::string text = std::string(R"(graph @main opset 14 (%x: f32[1,16,8,8]) {
+  %w: f32[16,16,3,3] = const elided
+  %bias: f32[16] = const elided
+  %s: f32[] = const [1.07]
+  %t: f32[] = const [0.45]
+  %m1: f32[] = const [-1]
+  %one: f32[] = const [1]
+  %zero: f32[] = const [0]
+  %c: f32[1,16,8,8] = Conv(%x, %w, %bias) {pads = [1, 1, 1, 1]}
+  )") + tail + "\n  return %y\n}";
+    EXPECT_EQ(check_fusion(text), (std::map<std::string, int>{{"FusedConv", 1}}));
+    check_non_finite(text);
+  }
+  const std::string matmul = R"(graph @main opset 14 (%x: f32[24,64]) {
+  %w: f32[64,48] = const elided
+  %s: f32[] = const [1.07]
+  %t: f32[] = const [0.45]
+  %c: f32[24,48] = MatMul(%x, %w)
+  %a: f32[24,48] = Mul(%c, %s)
+  %y: f32[24,48] = Add(%a, %t)
+  return %y
+})";
+  EXPECT_EQ(check_fusion(matmul), (std::map<std::string, int>{{"FusedMatMul", 1}}));
+  check_non_finite(matmul);
+}
+
 // Max / Min by a scalar constant (TensorFlow's tf.math.maximum as a lower bound) become one-sided
 // clips in the conv's epilogue, on random inputs and with NaN and Inf in X (Max and Min keep NaN;
 // so must the clip, in oneDNN's kernel or ours).

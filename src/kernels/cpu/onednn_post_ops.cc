@@ -56,14 +56,37 @@ const OnednnPostOp* onednn_form(const PostOp& op) {
   return nullptr;
 }
 
+// The eltwise algorithms a post-op becomes (hardsigmoid: linear, then clip; the residual add:
+// none, it is a binary or sum post-op).
+std::vector<A> eltwise_algs(const OnednnPostOp& form) {
+  if (form.alg == A::undef) return {};
+  if (form.name == "hardsigmoid") return {A::eltwise_linear, A::eltwise_clip};
+  return {form.alg};
+}
+
+// oneDNN 2.6's jit convolution kernels (brgconv, jit:avx2, jit:avx512_core) apply every eltwise
+// post-op of one algorithm with the first one's alpha and beta: linear(1.07, 0) then
+// linear(1, 0.05) scaled twice by 1.07, clip(-1, 1) then clip(0, 0.5) clipped to [-1, 1], three
+// linears off by 13 (a 3x3 conv, both tiers; its GEMM conv was right). PP-LCNet's convs end in
+// hardswish, a scale and a shift. So a chain gives oneDNN each algorithm once; from the first
+// repeat on, the post-ops run in our own pass.
+bool repeats_an_algorithm(const OnednnPostOp& form, std::vector<A>& seen) {
+  for (A alg : eltwise_algs(form)) {
+    if (std::find(seen.begin(), seen.end(), alg) != seen.end()) return true;
+  }
+  for (A alg : eltwise_algs(form)) seen.push_back(alg);
+  return false;
+}
+
 }  // namespace
 
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index, ResidualAs as, dnnl::post_ops out) {
   residual_index = -1;
+  std::vector<A> seen;
   for (const PostOp& op : ops) {
     const OnednnPostOp* form = onednn_form(op);
-    if (form == nullptr) return std::nullopt;
+    if (form == nullptr || repeats_an_algorithm(*form, seen)) return std::nullopt;
     if (op.spec->reads_residual) {
       if (residual_index >= 0) return std::nullopt;
       residual_index = out.len();
@@ -93,15 +116,24 @@ namespace {
 
 size_t leading_nan_keeping(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
-  while (n < ops.size() && onednn_form(ops[n]) != nullptr && (!exact_non_finite || onednn_keeps_nan(ops[n]))) ++n;
+  std::vector<A> seen;
+  while (n < ops.size()) {
+    const OnednnPostOp* form = onednn_form(ops[n]);
+    if (form == nullptr || (exact_non_finite && !onednn_keeps_nan(ops[n])) || repeats_an_algorithm(*form, seen)) break;
+    ++n;
+  }
   return n;
 }
 
 size_t leading_cheap(std::span<const PostOp> ops, bool exact_non_finite) {
   size_t n = 0;
+  std::vector<A> seen;
   while (n < ops.size()) {
     const OnednnPostOp* form = onednn_form(ops[n]);
-    if (form == nullptr || !form->cheap_in_conv || (exact_non_finite && !onednn_keeps_nan(ops[n]))) break;
+    if (form == nullptr || !form->cheap_in_conv || (exact_non_finite && !onednn_keeps_nan(ops[n])) ||
+        repeats_an_algorithm(*form, seen)) {
+      break;
+    }
     ++n;
   }
   return n;

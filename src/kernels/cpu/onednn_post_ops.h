@@ -21,7 +21,8 @@ namespace opfuse::onednn {
 enum class ResidualAs { kBinary, kSum };
 
 // `ops` as oneDNN post-ops, appended to `start`; nullopt when one has no oneDNN counterpart
-// (onednn_post_ops.cc maps the post-ops it has by name). The residual add (if in `ops`) becomes
+// (onednn_post_ops.cc maps the post-ops it has by name) or repeats an eltwise algorithm of an
+// earlier one (oneDNN 2.6's jit kernels would give it the earlier one's parameters). The residual add (if in `ops`) becomes
 // a binary add post-op of `y_md` or a sum post-op; `residual_index` gets its position, or -1.
 std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const dnnl::memory::desc& y_md,
                                             int& residual_index, ResidualAs as = ResidualAs::kBinary,
@@ -34,13 +35,14 @@ std::optional<dnnl::post_ops> make_post_ops(std::span<const PostOp> ops, const d
 // NaN or Inf (KernelCompileContext::exact_non_finite).
 bool onednn_keeps_nan(const PostOp& op);
 // How many leading post-ops oneDNN may apply: those before the first one it has no counterpart
-// for or, where the node may see NaN (ctx.exact_non_finite), would not keep NaN through.
+// for, that repeats an eltwise algorithm of an earlier one (a second linear or clip) or, where
+// the node may see NaN (ctx.exact_non_finite), would not keep NaN through.
 size_t nan_keeping_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx);
 
 // How many leading post-ops of `ops` oneDNN's convolution kernels apply at little cost (relu,
 // leaky_relu, clip, linear and the residual add; the costs are in hwy_epilogue.h), stopping, where
-// the node may see NaN, at one it would not keep NaN through. The rest run as our own pass over
-// the output (HostEpilogueKernel).
+// the node may see NaN, at one it would not keep NaN through, and at a repeated algorithm. The
+// rest run as our own pass over the output (HostEpilogueKernel).
 size_t cheap_conv_post_ops(std::span<const PostOp> ops, const KernelCompileContext& ctx);
 
 // How many leading post-ops the library kernel applies: `by_default` (the anchor's own rule
