@@ -75,6 +75,19 @@ inline Graph pipeline_without_rule(const std::string& text, OptLevel level, cons
   return pipeline_at(text, level, ctx, options);
 }
 
+// `g` compiled at `level` and run on `inputs`: the max relative difference of its outputs to
+// `want` (failures reported as test failures; 1e9 when it could not run).
+inline double difference_at_level(const Graph& g, OptLevel level, const TensorMap& inputs, const TensorMap& want) {
+  SessionOptions options;
+  options.level = level;
+  auto session = Session::create(g.clone(), options);
+  EXPECT_TRUE(session.is_ok()) << session.status().message();
+  if (!session.is_ok()) return 1e9;
+  auto got = session->run(inputs);
+  EXPECT_TRUE(got.is_ok()) << got.status().message();
+  return got.is_ok() ? max_relative_difference(*got, want) : 1e9;
+}
+
 // What compiling a graph at a level and running it did.
 struct CompiledRun {
   std::vector<std::string> steps;  // CompiledPlan::describe_steps (of the plan for these inputs)

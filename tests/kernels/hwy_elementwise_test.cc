@@ -196,24 +196,9 @@ TEST(HwyElementwise, LargeTensorsRunInParallel) {
 
 TEST(HwyElementwise, InPlaceGivesTheSameResult) {
   for (const char* op : {"Add", "Mul", "Sub"}) {
-    auto c = make_case(op, {In{{70, 1000}}, In{{1000}}});
-    auto k = compile(*c);
-    ASSERT_EQ(k->name(), kName);
-    EXPECT_EQ(k->in_place_input(), 0);
-    auto want = allocate_outputs(*c->node);
-    ASSERT_TRUE(run_kernel(*make_reference_kernel(*c->node), *c, want).is_ok());
-    std::vector<Tensor> alias = {c->inputs[0]};  // shares input 0's storage
-    ASSERT_TRUE(run_kernel(*k, *c, alias).is_ok());
-    expect_close(c->inputs[0], want[0], 1e-6, 0, op);
+    expect_in_place_matches_reference(*make_case(op, {In{{70, 1000}}, In{{1000}}}), kName, 1e-6, 0, op);
   }
-  auto gelu = make_case("Gelu", {In{{5, 999}}});
-  auto k = compile(*gelu);
-  EXPECT_EQ(k->in_place_input(), 0);
-  auto want = allocate_outputs(*gelu->node);
-  ASSERT_TRUE(run_kernel(*make_reference_kernel(*gelu->node), *gelu, want).is_ok());
-  std::vector<Tensor> alias = {gelu->inputs[0]};
-  ASSERT_TRUE(run_kernel(*k, *gelu, alias).is_ok());
-  expect_close(gelu->inputs[0], want[0], 1e-5, 1e-6, "Gelu in place");
+  expect_in_place_matches_reference(*make_case("Gelu", {In{{5, 999}}}), kName, 1e-5, 1e-6, "Gelu in place");
   // Broadcasting input 0 to a bigger output cannot run in place.
   EXPECT_EQ(compile(*make_case("Add", {In{{4}}, In{{3, 4}}}))->in_place_input(), -1);
 }

@@ -83,14 +83,7 @@ TEST(HwyPRelu, PerChannelSlopesLandOnTheirChannels) {
 
 TEST(HwyPRelu, RunsInPlace) {
   auto c = make_case("PRelu", {In{{2, 3, 40, 40, 8}, DType::kF32, {}, 0, 0, kX}, In{{1, 3, 1, 1, 8}}});
-  auto k = compile(*c);
-  ASSERT_EQ(k->name(), kName);
-  EXPECT_EQ(k->in_place_input(), 0);
-  auto want = allocate_outputs(*c->node);
-  ASSERT_TRUE(run_kernel(*make_reference_kernel(*c->node), *c, want).is_ok());
-  std::vector<Tensor> alias = {c->inputs[0]};  // shares input 0's storage
-  ASSERT_TRUE(run_kernel(*k, *c, alias).is_ok());
-  expect_close(c->inputs[0], want[0], 0, 0, "PRelu in place");
+  expect_in_place_matches_reference(*c, kName, 0, 0, "PRelu in place");
 }
 
 // A MobileFaceNet-style block: conv, PRelu, depthwise conv, PRelu, pointwise conv, PRelu, with

@@ -125,4 +125,18 @@ inline std::vector<Tensor> check_against_reference(const Case& c, const std::str
   return got;
 }
 
+// The kernel (expected to be `kernel_name`) declares input 0 in place and, run with output 0
+// sharing input 0's storage, gives the reference's result within `rel` and `abs` (expect_close).
+inline void expect_in_place_matches_reference(const Case& c, const std::string& kernel_name, double rel, double abs,
+                                              const std::string& what) {
+  auto k = compile(c);
+  ASSERT_EQ(k->name(), kernel_name) << what;
+  EXPECT_EQ(k->in_place_input(), 0) << what;
+  auto want = allocate_outputs(*c.node);
+  ASSERT_TRUE(run_kernel(*make_reference_kernel(*c.node), c, want).is_ok()) << what;
+  std::vector<Tensor> alias = {c.inputs[0]};  // shares input 0's storage
+  ASSERT_TRUE(run_kernel(*k, c, alias).is_ok()) << what;
+  expect_close(c.inputs[0], want[0], rel, abs, what);
+}
+
 }  // namespace opfuse::hwy_test
