@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/collapsed_view.h"
 #include "kernels/cpu/hwy_kernels.h"
 #include "ops/op_def.h"
 #include "ops/slice_bounds.h"
@@ -23,23 +24,12 @@ struct MovePlan {
 };
 
 MovePlan plan_move(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t offset) {
+  CollapsedView v = collapse_view(dims, strides);
   MovePlan p;
+  p.dims = std::move(v.dims);
+  p.strides = std::move(v.strides);
+  p.numel = v.numel;
   p.offset = offset;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    p.numel *= dims[i];
-    if (dims[i] == 1) continue;
-    if (!p.dims.empty() && p.strides.back() == strides[i] * dims[i]) {
-      p.dims.back() *= dims[i];
-      p.strides.back() = strides[i];
-    } else {
-      p.dims.push_back(dims[i]);
-      p.strides.push_back(strides[i]);
-    }
-  }
-  if (p.dims.empty()) {
-    p.dims.push_back(1);
-    p.strides.push_back(0);
-  }
   const size_t r = p.dims.size();
   if (r >= 2 && p.strides[r - 1] > 1) {
     for (size_t k = 0; k + 1 < r; ++k) {

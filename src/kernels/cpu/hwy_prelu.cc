@@ -14,8 +14,10 @@
 #ifndef OPFUSE_KERNELS_CPU_HWY_PRELU_DECLS_
 #define OPFUSE_KERNELS_CPU_HWY_PRELU_DECLS_
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "kernels/cpu/collapsed_view.h"
 #include "kernels/cpu/hwy_kernels.h"
 #endif
 
@@ -86,24 +88,13 @@ PReluPlan make_plan(const std::vector<int64_t>& x, const std::vector<int64_t>& s
     stride[a] = padded[a] == 1 ? 0 : s;
     s *= padded[a];
   }
+  // The slope as a view over X's dims: neighbours merge where it broadcasts over both or over
+  // neither (its dims are contiguous), never across the two.
+  CollapsedView v = collapse_view(x, stride);
   PReluPlan p;
-  for (size_t a = 0; a < rank; ++a) {
-    p.numel *= x[a];
-    if (x[a] == 1) continue;
-    // Neighbours merge when the slope broadcasts over both or over neither (its dims are then
-    // contiguous, so the inner one's stride is the merged dim's).
-    if (!p.dims.empty() && (p.strides.back() == 0) == (stride[a] == 0)) {
-      p.dims.back() *= x[a];
-      p.strides.back() = stride[a];
-    } else {
-      p.dims.push_back(x[a]);
-      p.strides.push_back(stride[a]);
-    }
-  }
-  if (p.dims.empty()) {
-    p.dims.push_back(1);
-    p.strides.push_back(0);
-  }
+  p.dims = std::move(v.dims);
+  p.strides = std::move(v.strides);
+  p.numel = v.numel;
   const size_t r = p.dims.size();
   const int64_t inner = p.dims[r - 1];
   if (p.strides[r - 1] == 0) {
